@@ -1,0 +1,1 @@
+"""fray-jupyter: describe, preview and launch Fray jobs on Iris from a notebook."""

@@ -1,0 +1,1 @@
+"""Talking to an Iris controller."""

@@ -1,0 +1,256 @@
+from fray_jupyter.iris.proto import job_pb2 as _job_pb2
+from fray_jupyter.iris.proto import logging_pb2 as _logging_pb2
+from fray_jupyter.iris.proto import time_pb2 as _time_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Controller(_message.Message):
+    __slots__ = ()
+    class JobSortField(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        JOB_SORT_FIELD_UNSPECIFIED: _ClassVar[Controller.JobSortField]
+        JOB_SORT_FIELD_DATE: _ClassVar[Controller.JobSortField]
+        JOB_SORT_FIELD_NAME: _ClassVar[Controller.JobSortField]
+        JOB_SORT_FIELD_STATE: _ClassVar[Controller.JobSortField]
+        JOB_SORT_FIELD_FAILURES: _ClassVar[Controller.JobSortField]
+        JOB_SORT_FIELD_PREEMPTIONS: _ClassVar[Controller.JobSortField]
+    JOB_SORT_FIELD_UNSPECIFIED: Controller.JobSortField
+    JOB_SORT_FIELD_DATE: Controller.JobSortField
+    JOB_SORT_FIELD_NAME: Controller.JobSortField
+    JOB_SORT_FIELD_STATE: Controller.JobSortField
+    JOB_SORT_FIELD_FAILURES: Controller.JobSortField
+    JOB_SORT_FIELD_PREEMPTIONS: Controller.JobSortField
+    class SortDirection(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        SORT_DIRECTION_UNSPECIFIED: _ClassVar[Controller.SortDirection]
+        SORT_DIRECTION_ASC: _ClassVar[Controller.SortDirection]
+        SORT_DIRECTION_DESC: _ClassVar[Controller.SortDirection]
+    SORT_DIRECTION_UNSPECIFIED: Controller.SortDirection
+    SORT_DIRECTION_ASC: Controller.SortDirection
+    SORT_DIRECTION_DESC: Controller.SortDirection
+    class JobQueryScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        JOB_QUERY_SCOPE_UNSPECIFIED: _ClassVar[Controller.JobQueryScope]
+        JOB_QUERY_SCOPE_ALL: _ClassVar[Controller.JobQueryScope]
+        JOB_QUERY_SCOPE_ROOTS: _ClassVar[Controller.JobQueryScope]
+        JOB_QUERY_SCOPE_CHILDREN: _ClassVar[Controller.JobQueryScope]
+    JOB_QUERY_SCOPE_UNSPECIFIED: Controller.JobQueryScope
+    JOB_QUERY_SCOPE_ALL: Controller.JobQueryScope
+    JOB_QUERY_SCOPE_ROOTS: Controller.JobQueryScope
+    JOB_QUERY_SCOPE_CHILDREN: Controller.JobQueryScope
+    class LaunchJobRequest(_message.Message):
+        __slots__ = ("name", "entrypoint", "resources", "environment", "bundle_id", "bundle_blob", "scheduling_timeout", "ports", "max_task_failures", "max_retries_failure", "max_retries_preemption", "constraints", "coscheduling", "replicas", "timeout", "fail_if_exists", "preemption_policy", "existing_job_policy", "priority_band", "task_image", "submit_argv", "client_revision_date", "container_profile", "egress_policy", "federation")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        ENTRYPOINT_FIELD_NUMBER: _ClassVar[int]
+        RESOURCES_FIELD_NUMBER: _ClassVar[int]
+        ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
+        BUNDLE_ID_FIELD_NUMBER: _ClassVar[int]
+        BUNDLE_BLOB_FIELD_NUMBER: _ClassVar[int]
+        SCHEDULING_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+        PORTS_FIELD_NUMBER: _ClassVar[int]
+        MAX_TASK_FAILURES_FIELD_NUMBER: _ClassVar[int]
+        MAX_RETRIES_FAILURE_FIELD_NUMBER: _ClassVar[int]
+        MAX_RETRIES_PREEMPTION_FIELD_NUMBER: _ClassVar[int]
+        CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+        COSCHEDULING_FIELD_NUMBER: _ClassVar[int]
+        REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+        FAIL_IF_EXISTS_FIELD_NUMBER: _ClassVar[int]
+        PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+        EXISTING_JOB_POLICY_FIELD_NUMBER: _ClassVar[int]
+        PRIORITY_BAND_FIELD_NUMBER: _ClassVar[int]
+        TASK_IMAGE_FIELD_NUMBER: _ClassVar[int]
+        SUBMIT_ARGV_FIELD_NUMBER: _ClassVar[int]
+        CLIENT_REVISION_DATE_FIELD_NUMBER: _ClassVar[int]
+        CONTAINER_PROFILE_FIELD_NUMBER: _ClassVar[int]
+        EGRESS_POLICY_FIELD_NUMBER: _ClassVar[int]
+        FEDERATION_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        entrypoint: _job_pb2.RuntimeEntrypoint
+        resources: _job_pb2.ResourceSpecProto
+        environment: _job_pb2.EnvironmentConfig
+        bundle_id: str
+        bundle_blob: bytes
+        scheduling_timeout: _time_pb2.Duration
+        ports: _containers.RepeatedScalarFieldContainer[str]
+        max_task_failures: int
+        max_retries_failure: int
+        max_retries_preemption: int
+        constraints: _containers.RepeatedCompositeFieldContainer[_job_pb2.Constraint]
+        coscheduling: _job_pb2.CoschedulingConfig
+        replicas: int
+        timeout: _time_pb2.Duration
+        fail_if_exists: bool
+        preemption_policy: _job_pb2.JobPreemptionPolicy
+        existing_job_policy: _job_pb2.ExistingJobPolicy
+        priority_band: _job_pb2.PriorityBand
+        task_image: str
+        submit_argv: _containers.RepeatedScalarFieldContainer[str]
+        client_revision_date: str
+        container_profile: _job_pb2.ContainerProfile
+        egress_policy: _job_pb2.EgressPolicy
+        federation: Controller.FederationHandoff
+        def __init__(self, name: _Optional[str] = ..., entrypoint: _Optional[_Union[_job_pb2.RuntimeEntrypoint, _Mapping]] = ..., resources: _Optional[_Union[_job_pb2.ResourceSpecProto, _Mapping]] = ..., environment: _Optional[_Union[_job_pb2.EnvironmentConfig, _Mapping]] = ..., bundle_id: _Optional[str] = ..., bundle_blob: _Optional[bytes] = ..., scheduling_timeout: _Optional[_Union[_time_pb2.Duration, _Mapping]] = ..., ports: _Optional[_Iterable[str]] = ..., max_task_failures: _Optional[int] = ..., max_retries_failure: _Optional[int] = ..., max_retries_preemption: _Optional[int] = ..., constraints: _Optional[_Iterable[_Union[_job_pb2.Constraint, _Mapping]]] = ..., coscheduling: _Optional[_Union[_job_pb2.CoschedulingConfig, _Mapping]] = ..., replicas: _Optional[int] = ..., timeout: _Optional[_Union[_time_pb2.Duration, _Mapping]] = ..., fail_if_exists: _Optional[bool] = ..., preemption_policy: _Optional[_Union[_job_pb2.JobPreemptionPolicy, str]] = ..., existing_job_policy: _Optional[_Union[_job_pb2.ExistingJobPolicy, str]] = ..., priority_band: _Optional[_Union[_job_pb2.PriorityBand, str]] = ..., task_image: _Optional[str] = ..., submit_argv: _Optional[_Iterable[str]] = ..., client_revision_date: _Optional[str] = ..., container_profile: _Optional[_Union[_job_pb2.ContainerProfile, str]] = ..., egress_policy: _Optional[_Union[_job_pb2.EgressPolicy, str]] = ..., federation: _Optional[_Union[Controller.FederationHandoff, _Mapping]] = ...) -> None: ...
+    class FederationHandoff(_message.Message):
+        __slots__ = ("requester_id", "owner_principal", "submitting_user", "handoff_nonce")
+        REQUESTER_ID_FIELD_NUMBER: _ClassVar[int]
+        OWNER_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+        SUBMITTING_USER_FIELD_NUMBER: _ClassVar[int]
+        HANDOFF_NONCE_FIELD_NUMBER: _ClassVar[int]
+        requester_id: str
+        owner_principal: str
+        submitting_user: str
+        handoff_nonce: str
+        def __init__(self, requester_id: _Optional[str] = ..., owner_principal: _Optional[str] = ..., submitting_user: _Optional[str] = ..., handoff_nonce: _Optional[str] = ...) -> None: ...
+    class LaunchJobResponse(_message.Message):
+        __slots__ = ("job_id",)
+        JOB_ID_FIELD_NUMBER: _ClassVar[int]
+        job_id: str
+        def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+    class GetJobStatusRequest(_message.Message):
+        __slots__ = ("job_id",)
+        JOB_ID_FIELD_NUMBER: _ClassVar[int]
+        job_id: str
+        def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+    class GetJobStatusResponse(_message.Message):
+        __slots__ = ("job", "request")
+        JOB_FIELD_NUMBER: _ClassVar[int]
+        REQUEST_FIELD_NUMBER: _ClassVar[int]
+        job: _job_pb2.JobStatus
+        request: Controller.LaunchJobRequest
+        def __init__(self, job: _Optional[_Union[_job_pb2.JobStatus, _Mapping]] = ..., request: _Optional[_Union[Controller.LaunchJobRequest, _Mapping]] = ...) -> None: ...
+    class GetJobStateRequest(_message.Message):
+        __slots__ = ("job_ids",)
+        JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+        job_ids: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, job_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    class GetJobStateResponse(_message.Message):
+        __slots__ = ("states",)
+        class StatesEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: _job_pb2.JobState
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_job_pb2.JobState, str]] = ...) -> None: ...
+        STATES_FIELD_NUMBER: _ClassVar[int]
+        states: _containers.ScalarMap[str, _job_pb2.JobState]
+        def __init__(self, states: _Optional[_Mapping[str, _job_pb2.JobState]] = ...) -> None: ...
+    class TerminateJobRequest(_message.Message):
+        __slots__ = ("job_id",)
+        JOB_ID_FIELD_NUMBER: _ClassVar[int]
+        job_id: str
+        def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+    class JobQuery(_message.Message):
+        __slots__ = ("scope", "parent_job_id", "name_filter", "state_filter", "sort_field", "sort_direction", "offset", "limit", "job_id_prefix", "backend_id", "cluster")
+        SCOPE_FIELD_NUMBER: _ClassVar[int]
+        PARENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+        NAME_FILTER_FIELD_NUMBER: _ClassVar[int]
+        STATE_FILTER_FIELD_NUMBER: _ClassVar[int]
+        SORT_FIELD_FIELD_NUMBER: _ClassVar[int]
+        SORT_DIRECTION_FIELD_NUMBER: _ClassVar[int]
+        OFFSET_FIELD_NUMBER: _ClassVar[int]
+        LIMIT_FIELD_NUMBER: _ClassVar[int]
+        JOB_ID_PREFIX_FIELD_NUMBER: _ClassVar[int]
+        BACKEND_ID_FIELD_NUMBER: _ClassVar[int]
+        CLUSTER_FIELD_NUMBER: _ClassVar[int]
+        scope: Controller.JobQueryScope
+        parent_job_id: str
+        name_filter: str
+        state_filter: str
+        sort_field: Controller.JobSortField
+        sort_direction: Controller.SortDirection
+        offset: int
+        limit: int
+        job_id_prefix: str
+        backend_id: str
+        cluster: str
+        def __init__(self, scope: _Optional[_Union[Controller.JobQueryScope, str]] = ..., parent_job_id: _Optional[str] = ..., name_filter: _Optional[str] = ..., state_filter: _Optional[str] = ..., sort_field: _Optional[_Union[Controller.JobSortField, str]] = ..., sort_direction: _Optional[_Union[Controller.SortDirection, str]] = ..., offset: _Optional[int] = ..., limit: _Optional[int] = ..., job_id_prefix: _Optional[str] = ..., backend_id: _Optional[str] = ..., cluster: _Optional[str] = ...) -> None: ...
+    class ListJobsRequest(_message.Message):
+        __slots__ = ("query",)
+        QUERY_FIELD_NUMBER: _ClassVar[int]
+        query: Controller.JobQuery
+        def __init__(self, query: _Optional[_Union[Controller.JobQuery, _Mapping]] = ...) -> None: ...
+    class ListJobsResponse(_message.Message):
+        __slots__ = ("jobs", "total_count", "has_more")
+        JOBS_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
+        HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+        jobs: _containers.RepeatedCompositeFieldContainer[_job_pb2.JobStatus]
+        total_count: int
+        has_more: bool
+        def __init__(self, jobs: _Optional[_Iterable[_Union[_job_pb2.JobStatus, _Mapping]]] = ..., total_count: _Optional[int] = ..., has_more: _Optional[bool] = ...) -> None: ...
+    class GetTaskStatusRequest(_message.Message):
+        __slots__ = ("task_id",)
+        TASK_ID_FIELD_NUMBER: _ClassVar[int]
+        task_id: str
+        def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+    class GetTaskStatusResponse(_message.Message):
+        __slots__ = ("task", "job_resources", "root_cause_highlights")
+        TASK_FIELD_NUMBER: _ClassVar[int]
+        JOB_RESOURCES_FIELD_NUMBER: _ClassVar[int]
+        ROOT_CAUSE_HIGHLIGHTS_FIELD_NUMBER: _ClassVar[int]
+        task: _job_pb2.TaskStatus
+        job_resources: _job_pb2.ResourceSpecProto
+        root_cause_highlights: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, task: _Optional[_Union[_job_pb2.TaskStatus, _Mapping]] = ..., job_resources: _Optional[_Union[_job_pb2.ResourceSpecProto, _Mapping]] = ..., root_cause_highlights: _Optional[_Iterable[str]] = ...) -> None: ...
+    class ListTasksRequest(_message.Message):
+        __slots__ = ("job_id",)
+        JOB_ID_FIELD_NUMBER: _ClassVar[int]
+        job_id: str
+        def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+    class ListTasksResponse(_message.Message):
+        __slots__ = ("tasks",)
+        TASKS_FIELD_NUMBER: _ClassVar[int]
+        tasks: _containers.RepeatedCompositeFieldContainer[_job_pb2.TaskStatus]
+        def __init__(self, tasks: _Optional[_Iterable[_Union[_job_pb2.TaskStatus, _Mapping]]] = ...) -> None: ...
+    class GetTaskLogsRequest(_message.Message):
+        __slots__ = ("id", "include_children", "since_ms", "max_total_lines", "substring", "attempt_id", "min_level", "cursor", "tail")
+        ID_FIELD_NUMBER: _ClassVar[int]
+        INCLUDE_CHILDREN_FIELD_NUMBER: _ClassVar[int]
+        SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+        MAX_TOTAL_LINES_FIELD_NUMBER: _ClassVar[int]
+        SUBSTRING_FIELD_NUMBER: _ClassVar[int]
+        ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+        MIN_LEVEL_FIELD_NUMBER: _ClassVar[int]
+        CURSOR_FIELD_NUMBER: _ClassVar[int]
+        TAIL_FIELD_NUMBER: _ClassVar[int]
+        id: str
+        include_children: bool
+        since_ms: int
+        max_total_lines: int
+        substring: str
+        attempt_id: int
+        min_level: str
+        cursor: int
+        tail: bool
+        def __init__(self, id: _Optional[str] = ..., include_children: _Optional[bool] = ..., since_ms: _Optional[int] = ..., max_total_lines: _Optional[int] = ..., substring: _Optional[str] = ..., attempt_id: _Optional[int] = ..., min_level: _Optional[str] = ..., cursor: _Optional[int] = ..., tail: _Optional[bool] = ...) -> None: ...
+    class TaskLogBatch(_message.Message):
+        __slots__ = ("task_id", "logs", "error", "worker_id")
+        TASK_ID_FIELD_NUMBER: _ClassVar[int]
+        LOGS_FIELD_NUMBER: _ClassVar[int]
+        ERROR_FIELD_NUMBER: _ClassVar[int]
+        WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+        task_id: str
+        logs: _containers.RepeatedCompositeFieldContainer[_logging_pb2.LogEntry]
+        error: str
+        worker_id: str
+        def __init__(self, task_id: _Optional[str] = ..., logs: _Optional[_Iterable[_Union[_logging_pb2.LogEntry, _Mapping]]] = ..., error: _Optional[str] = ..., worker_id: _Optional[str] = ...) -> None: ...
+    class GetTaskLogsResponse(_message.Message):
+        __slots__ = ("task_logs", "truncated", "child_job_statuses", "cursor")
+        TASK_LOGS_FIELD_NUMBER: _ClassVar[int]
+        TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+        CHILD_JOB_STATUSES_FIELD_NUMBER: _ClassVar[int]
+        CURSOR_FIELD_NUMBER: _ClassVar[int]
+        task_logs: _containers.RepeatedCompositeFieldContainer[Controller.TaskLogBatch]
+        truncated: bool
+        child_job_statuses: _containers.RepeatedCompositeFieldContainer[_job_pb2.JobStatus]
+        cursor: int
+        def __init__(self, task_logs: _Optional[_Iterable[_Union[Controller.TaskLogBatch, _Mapping]]] = ..., truncated: _Optional[bool] = ..., child_job_statuses: _Optional[_Iterable[_Union[_job_pb2.JobStatus, _Mapping]]] = ..., cursor: _Optional[int] = ...) -> None: ...
+    def __init__(self) -> None: ...
