@@ -1,0 +1,250 @@
+"""``build_launch_request``: one ``JobRequest`` -> the ``LaunchJobRequest`` Iris receives, step by
+step as Fray's ``FrayIrisClient.submit`` and Iris's ``IrisClient.submit`` do it, keeping every
+intermediate value and a warning for each change the user did not spell out."""
+
+from __future__ import annotations
+
+import datetime
+import getpass
+import os
+from dataclasses import dataclass
+from typing import Final
+
+from fray_jupyter.iris.constraints import Constraint, convert_constraints, strip_any_region
+from fray_jupyter.iris.convert import (
+    IRIS_SLICE_COUNT,
+    IRIS_TASKS_PER_SLICE,
+    EnvironmentSpec,
+    ResourceSpec,
+    adjust_tpu_replicas,
+    convert_entrypoint,
+    convert_environment,
+    convert_resources,
+    with_slice_topology_env,
+    wrap_multiprocess,
+)
+from fray_jupyter.iris.coscheduling import CoschedulingConfig, resolve_coscheduling
+from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.resources.devices import CpuConfig, TpuConfig
+from fray_jupyter.resources.job import JobRequest
+from fray_jupyter.resources.suggest import unknown_choice
+
+LaunchJobRequest = controller_pb2.Controller.LaunchJobRequest
+
+DEFAULT_CLIENT_REVISION_DATE: Final[str] = "2026-10-24"
+"""The build date of marin-iris 0.2.227.dev40316220070, the Iris this package targets. Iris
+controllers refuse root jobs from clients more than 14 days older than their own revision, so this is
+sent unless ``IRIS_REVISION_DATE`` (Iris's own override variable) or an explicit argument says
+otherwise. Raise it when targeting a newer controller."""
+REVISION_DATE_ENV: Final[str] = "IRIS_REVISION_DATE"
+USER_ENV: Final[str] = "IRIS_USER"
+
+EXISTING_JOB_POLICIES: Final[dict[str, int]] = {
+    "unspecified": job_pb2.EXISTING_JOB_POLICY_UNSPECIFIED, "error": job_pb2.EXISTING_JOB_POLICY_ERROR,
+    "keep": job_pb2.EXISTING_JOB_POLICY_KEEP, "recreate": job_pb2.EXISTING_JOB_POLICY_RECREATE,
+}
+
+Source = str  # where an env var comes from: "user", "device", "iris", "iris-topology"
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One variable the tasks get, with where it came from."""
+
+    name: str
+    value: str
+    source: Source
+
+
+def client_revision_date(explicit: str | None = None) -> str:
+    """The ISO date sent as ``client_revision_date``: the argument, else ``$IRIS_REVISION_DATE``,
+    else ``DEFAULT_CLIENT_REVISION_DATE``. A malformed date is a ``ValueError``."""
+    date = explicit or os.environ.get(REVISION_DATE_ENV) or DEFAULT_CLIENT_REVISION_DATE
+    try:
+        datetime.date.fromisoformat(date)
+    except ValueError:
+        raise ValueError(f"client revision date {date!r} must be an ISO date such as '2026-10-24'") from None
+    return date
+
+
+def resolve_user(explicit: str | None = None) -> str:
+    """The submitting user, as Iris resolves it outside a job: the argument, ``$IRIS_USER``, the OS
+    user, else "root". It must be one id component: non-empty, no '/' or whitespace."""
+    user = explicit if explicit is not None else os.environ.get(USER_ENV)
+    if user is None:
+        try:
+            user = getpass.getuser() or "root"
+        except (OSError, KeyError, ImportError):
+            user = "root"
+    user = user.strip()
+    if not user or "/" in user or any(c.isspace() for c in user):
+        raise ValueError(f"user {user!r} must be a non-empty name without '/' or spaces")
+    return user
+
+
+def job_id(user: str, name: str) -> str:
+    """A root job's wire id: ``/<user>/<name>``."""
+    return f"/{user}/{name}"
+
+
+def container_profile_value(name: str | None) -> int:
+    """The ``ContainerProfile`` number for Fray's ``container_profile`` ("CONTAINER_PROFILE_PRIVILEGED"
+    or just "privileged"); UNSPECIFIED when None."""
+    if name is None:
+        return job_pb2.CONTAINER_PROFILE_UNSPECIFIED
+    full = name.upper() if name.upper().startswith("CONTAINER_PROFILE_") else f"CONTAINER_PROFILE_{name.upper()}"
+    if full not in job_pb2.ContainerProfile.keys():
+        raise ValueError(unknown_choice("container_profile", name, job_pb2.ContainerProfile.keys()))
+    return job_pb2.ContainerProfile.Value(full)
+
+
+def existing_job_policy_value(policy: str | int) -> int:
+    """An ``ExistingJobPolicy`` by name ("keep", "error", "recreate") or number."""
+    if isinstance(policy, int):
+        return policy
+    try:
+        return EXISTING_JOB_POLICIES[policy.lower()]
+    except KeyError:
+        raise ValueError(unknown_choice("existing_job_policy", policy, EXISTING_JOB_POLICIES)) from None
+
+
+@dataclass(frozen=True)
+class Translation:
+    """Every step from a ``JobRequest`` to its ``LaunchJobRequest``, for previews and for sending."""
+
+    job: JobRequest
+    user: str
+    job_id: str
+    resources: ResourceSpec
+    fray_constraints: tuple[Constraint, ...]
+    wire_constraints: tuple[Constraint, ...]
+    requested_replicas: int
+    replicas: int
+    coscheduling: CoschedulingConfig | None
+    environment: EnvironmentSpec | None
+    env: tuple[EnvVar, ...]
+    warnings: tuple[str, ...]
+    request: LaunchJobRequest
+
+
+def _env_with_sources(job: JobRequest, spec: EnvironmentSpec, final: dict[str, str]) -> tuple[EnvVar, ...]:
+    user = job.environment.env_vars if job.environment is not None else {}
+    iris = spec.iris_defaults()
+
+    def source(name: str) -> Source:
+        if name in (IRIS_SLICE_COUNT, IRIS_TASKS_PER_SLICE):
+            return "iris-topology"
+        if name in user:
+            return "user"
+        return "iris" if name in iris and name not in spec.env_vars else "device"
+
+    return tuple(EnvVar(name, value, source(name)) for name, value in sorted(final.items()))
+
+
+def _warnings(
+    job: JobRequest, spec: ResourceSpec, requested: int, sent: int, fray_constraints: list[Constraint]
+) -> list[str]:
+    resources = job.resources
+    notes: list[str] = []
+    if spec.millicores != spec.requested_millicores:
+        notes.append(f"cpu raised from {resources.cpu:g} to {spec.millicores / 1000:g} cores: "
+                     f"Iris gives every accelerator task at least 4 cores")
+    if job.replicas is not None and job.replicas != resources.replicas:
+        notes.append(f"JobRequest.replicas={job.replicas} overrides resources.replicas={resources.replicas}")
+    if requested != sent:
+        notes.append(f"replicas raised from {requested} to {sent}: one {resources.device.variant} slice "
+                     f"has {sent} VMs and Iris runs one task per VM")
+    if any(c.is_any_region_marker for c in fray_constraints):
+        notes.append("regions=[ANY_REGION] sends no region constraint: it only stops the job "
+                     "inheriting a parent job's region")
+    if resources.device_alternatives and isinstance(resources.device, CpuConfig):
+        notes.append("device_alternatives are ignored for a CPU device")
+    if isinstance(resources.device, TpuConfig) and resources.device.topology:
+        notes.append(f"TpuConfig.topology={resources.device.topology!r} is informational; Iris is not sent it")
+    env = job.environment
+    if env is not None:
+        user_slice = {IRIS_SLICE_COUNT, IRIS_TASKS_PER_SLICE} & set(env.env_vars)
+        if user_slice:
+            notes.append(f"{', '.join(sorted(user_slice))} are set by Iris from the slice shape; "
+                         f"the job's own values are replaced")
+        if env.docker_image:
+            notes.append("EnvironmentConfig.docker_image is ignored by Iris; set ResourceConfig.image instead")
+        if env.setup_scripts is None and (env.pip_packages or env.extras or env.sync_packages):
+            notes.append("pip_packages, extras and sync_packages only act through a uv-sync setup script, "
+                         "which fray-jupyter does not generate; pass setup_scripts explicitly")
+    return notes
+
+
+def translate(
+    job: JobRequest,
+    *,
+    user: str | None = None,
+    existing_job_policy: str | int = "keep",
+    revision_date: str | None = None,
+) -> Translation:
+    """Run every Fray -> Iris step for ``job`` and keep the results (see ``build_launch_request``)."""
+    resources = job.resources
+    user = resolve_user(user)
+    spec = convert_resources(resources)
+    entrypoint = convert_entrypoint(job.entrypoint)
+    if job.processes_per_task > 1:
+        entrypoint = wrap_multiprocess(entrypoint, spec, job.processes_per_task)
+    environment = convert_environment(job.environment, resources.device) or EnvironmentSpec()
+    fray_constraints = convert_constraints(resources)
+    requested = job.replicas or 1
+    coscheduling = resolve_coscheduling(resources, requested)
+    wire_constraints = strip_any_region(fray_constraints)
+    replicas = adjust_tpu_replicas(resources.device, requested)
+    env_proto = environment.to_proto()
+    final_env = with_slice_topology_env(dict(env_proto.env_vars), resources.device, replicas)
+    env_proto.ClearField("env_vars")
+    env_proto.env_vars.update(final_env)
+
+    request = LaunchJobRequest(
+        name=job_id(user, job.name),
+        entrypoint=entrypoint.to_proto(list(env_proto.setup_scripts)),
+        resources=spec.to_proto(),
+        environment=env_proto,
+        constraints=[c.to_proto() for c in wire_constraints],
+        replicas=replicas,
+        max_retries_failure=job.max_retries_failure,
+        max_retries_preemption=job.max_retries_preemption,
+        max_task_failures=job.max_task_failures,
+        preemption_policy=job_pb2.JOB_PREEMPTION_POLICY_UNSPECIFIED,
+        existing_job_policy=existing_job_policy_value(existing_job_policy),
+        task_image=resources.image or "",
+        priority_band=job.priority,
+        container_profile=container_profile_value(resources.container_profile),
+        egress_policy=job_pb2.EGRESS_POLICY_UNSPECIFIED,
+        client_revision_date=client_revision_date(revision_date),
+        bundle_blob=b"",
+    )
+    if job.timeout is not None:
+        request.timeout.milliseconds = job.timeout // datetime.timedelta(milliseconds=1)
+    if coscheduling is not None:
+        request.coscheduling.CopyFrom(coscheduling.to_proto())
+
+    return Translation(
+        job=job, user=user, job_id=request.name, resources=spec, fray_constraints=tuple(fray_constraints),
+        wire_constraints=tuple(wire_constraints), requested_replicas=requested, replicas=replicas,
+        coscheduling=coscheduling, environment=environment, env=_env_with_sources(job, environment, final_env),
+        warnings=tuple(_warnings(job, spec, requested, replicas, fray_constraints)), request=request,
+    )
+
+
+def build_launch_request(
+    job: JobRequest,
+    *,
+    user: str,
+    existing_job_policy: str | int = "keep",
+    revision_date: str | None = None,
+) -> LaunchJobRequest:
+    """The ``LaunchJobRequest`` Marin's Fray -> Iris client sends for ``job`` as ``user``.
+
+    Steps, in Fray's order: convert resources, entrypoint (wrapped in the multi-GPU supervisor when
+    ``processes_per_task > 1``), environment and constraints; replicas = ``job.replicas or 1``;
+    coscheduling from the requested replicas; then Iris's client steps: drop the ANY-region marker,
+    ``adjust_tpu_replicas``, CPU floor of 4 cores for accelerators, slice-topology env vars, id
+    ``/<user>/<name>``, ``existing_job_policy`` KEEP (Fray's adopt_existing), ``client_revision_date``.
+    """
+    return translate(job, user=user, existing_job_policy=existing_job_policy, revision_date=revision_date).request
