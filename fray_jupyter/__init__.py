@@ -1,1 +1,70 @@
-"""fray-jupyter: describe, preview and launch Fray jobs on Iris from a notebook."""
+"""fray-jupyter: describe, preview and launch Fray jobs on Iris from a notebook.
+
+The public API is importable from here; each name is loaded on first use, so ``import
+fray_jupyter`` (and ``%load_ext fray_jupyter``) stays cheap until a model or plan is needed.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ["ANY_REGION", "ResourceConfig"], "fray_jupyter.resources.config"),
+    **dict.fromkeys(
+        ["CpuConfig", "GpuConfig", "TpuConfig", "DeviceConfig", "get_tpu_topology", "tpu_family",
+         "tpu_hbm_bytes_per_chip", "tpu_hbm_capacity_bytes", "device_flops"], "fray_jupyter.resources.devices"),
+    **dict.fromkeys(
+        ["TPU_TOPOLOGIES", "TPU_HOST_RESOURCES", "TPU_HBM_BYTES_PER_CHIP", "DEVICE_FLOPS", "TpuTopologyInfo",
+         "DEFAULT_TPU_HOST_FRACTION"], "fray_jupyter.resources.tables"),
+    **dict.fromkeys(
+        ["Entrypoint", "BinaryEntrypoint", "CallableEntrypoint", "CellEntrypoint"], "fray_jupyter.resources.entrypoint"),
+    **dict.fromkeys(["EnvironmentConfig", "create_environment"], "fray_jupyter.resources.environment"),
+    **dict.fromkeys(["JobRequest", "JobStatus"], "fray_jupyter.resources.job"),
+    **dict.fromkeys(["convert_constraints", "Constraint"], "fray_jupyter.iris.constraints"),
+    **dict.fromkeys(["resolve_coscheduling", "CoschedulingConfig"], "fray_jupyter.iris.coscheduling"),
+    **dict.fromkeys(
+        ["convert_resources", "convert_environment", "convert_entrypoint", "adjust_tpu_replicas"],
+        "fray_jupyter.iris.convert"),
+    **dict.fromkeys(
+        ["build_launch_request", "client_revision_date", "DEFAULT_CLIENT_REVISION_DATE"], "fray_jupyter.iris.request"),
+    **dict.fromkeys(["plan", "Plan"], "fray_jupyter.planning"),
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fray_jupyter' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from fray_jupyter.iris.constraints import Constraint, convert_constraints
+    from fray_jupyter.iris.convert import adjust_tpu_replicas, convert_entrypoint, convert_environment, convert_resources
+    from fray_jupyter.iris.coscheduling import CoschedulingConfig, resolve_coscheduling
+    from fray_jupyter.iris.request import DEFAULT_CLIENT_REVISION_DATE, build_launch_request, client_revision_date
+    from fray_jupyter.planning import Plan, plan
+    from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
+    from fray_jupyter.resources.devices import (
+        CpuConfig, DeviceConfig, GpuConfig, TpuConfig, device_flops, get_tpu_topology, tpu_family,
+        tpu_hbm_bytes_per_chip, tpu_hbm_capacity_bytes,
+    )
+    from fray_jupyter.resources.entrypoint import BinaryEntrypoint, CallableEntrypoint, CellEntrypoint, Entrypoint
+    from fray_jupyter.resources.environment import EnvironmentConfig, create_environment
+    from fray_jupyter.resources.job import JobRequest, JobStatus
+    from fray_jupyter.resources.tables import (
+        DEFAULT_TPU_HOST_FRACTION, DEVICE_FLOPS, TPU_HBM_BYTES_PER_CHIP, TPU_HOST_RESOURCES, TPU_TOPOLOGIES,
+        TpuTopologyInfo,
+    )

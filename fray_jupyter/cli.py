@@ -1,0 +1,65 @@
+"""``fray-jupyter``: ``plan`` previews what Iris would receive for a job described by flags;
+``controller`` runs the embedded controller in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from fray_jupyter.flags import add_job_arguments, command_entrypoint, job_from_args
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every other bad input here
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from fray_jupyter.planning import plan
+    from fray_jupyter.views.text import render_json, render_text
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    job = job_from_args(args, command_entrypoint(command or ["true"]), default_name="cli-job")
+    result = plan(job, user=args.user)
+    sys.stdout.write(render_json(result) + "\n" if args.json else render_text(result))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``fray-jupyter`` argument parser."""
+    parser = _Parser(prog="fray-jupyter", description=__doc__)
+    commands = parser.add_subparsers(dest="subcommand", required=True, parser_class=_Parser)
+    plan_parser = commands.add_parser("plan", help="show what Iris would receive for a job",
+                                      description="Show the Plan (and LaunchJobRequest) for a job described by flags.")
+    add_job_arguments(plan_parser)
+    plan_parser.add_argument("--user", help="submitting user (default $IRIS_USER, else your login)")
+    plan_parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan_parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the command the job runs")
+    plan_parser.set_defaults(run=_plan)
+    controller = commands.add_parser("controller", help="run the embedded Iris-compatible controller",
+                                     add_help=False)
+    controller.set_defaults(run=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; exits 2 with one line for bad flags or an invalid job."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["controller"]:
+        from fray_jupyter.controller import main as controller_main
+
+        return controller_main(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except ValueError as error:
+        parser.exit(2, f"fray-jupyter {args.subcommand}: error: {error}\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Job flags shared by the ``fray-jupyter plan`` CLI and the ``%%fray`` magic, named like
+``iris job run``'s where one exists, and their translation into a ``JobRequest``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
+from fray_jupyter.resources.entrypoint import Entrypoint
+from fray_jupyter.resources.environment import EnvironmentConfig
+from fray_jupyter.resources.job import JobRequest
+
+_GPU_SPEC = re.compile(r"^(?:(?P<variant>[A-Za-z][\w.-]*?)(?:x(?P<count>\d+))?|(?P<bare>\d+))$")
+
+
+def parse_gpu_spec(spec: str) -> tuple[str, int]:
+    """``--gpu`` as Iris reads it: ``H100x8`` (model and count), ``H100`` (one), ``8`` (eight of any)."""
+    match = _GPU_SPEC.match(spec.strip())
+    if not match or re.fullmatch(r"x\d*|.*x", match["variant"] or "", re.IGNORECASE):
+        raise ValueError(f"--gpu {spec!r} must look like H100x8, H100 or 8")
+    if match["bare"]:
+        return "auto", int(match["bare"])
+    return match["variant"], int(match["count"] or 1)
+
+
+def add_job_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the resource, placement and job flags to ``parser``."""
+    device = parser.add_argument_group("device (pick one; CPU when neither)").add_mutually_exclusive_group()
+    device.add_argument("--tpu", metavar="TYPE", help="TPU slice type, e.g. v5p-8 or v4-32")
+    device.add_argument("--gpu", metavar="SPEC", help="GPUs per replica: H100x8, H100 or 8")
+    shape = parser.add_argument_group("shape")
+    shape.add_argument("--slices", type=int, metavar="N", help="TPU slices (replicas = slices x VMs per slice)")
+    shape.add_argument("--replicas", type=int, metavar="N", help="tasks (multi-node GPU; overrides --slices)")
+    shape.add_argument("--alternative", action="append", default=[], metavar="TYPE",
+                       help="another acceptable TPU/GPU type (repeatable)")
+    host = parser.add_argument_group("host resources per replica")
+    host.add_argument("--cpu", type=float, metavar="CORES", help="cores (TPU default: half the host)")
+    host.add_argument("--memory", metavar="SIZE", help="RAM, binary units: 16g = 16 GiB")
+    host.add_argument("--disk", metavar="SIZE", help="ephemeral disk, binary units")
+    place = parser.add_argument_group("placement")
+    place.add_argument("--region", action="append", default=[], metavar="REGION", help="allowed region (repeatable)")
+    place.add_argument("--any-region", action="store_true", help="run anywhere; do not inherit a region")
+    place.add_argument("--zone", metavar="ZONE")
+    place.add_argument("--non-preemptible", action="store_true", help="require on-demand workers")
+    place.add_argument("--target-cluster", metavar="NAME", help="route to a named peer cluster")
+    job = parser.add_argument_group("job")
+    job.add_argument("--name", metavar="NAME", help="job name (no spaces or '/')")
+    job.add_argument("-e", "--env", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                     help="environment variable (repeatable)")
+    job.add_argument("--image", metavar="IMAGE", help="task container image")
+    job.add_argument("--priority", metavar="BAND", help="interactive, batch, production, or 0-4")
+    job.add_argument("--max-retries", type=int, default=0, metavar="N", help="retries per task on failure")
+    job.add_argument("--max-task-failures", type=int, default=0, metavar="N", help="failed attempts the job tolerates")
+    job.add_argument("--timeout", type=float, metavar="SECONDS", help="per-task time limit")
+
+
+def _resources(ns: argparse.Namespace) -> ResourceConfig:
+    if ns.any_region and ns.region:
+        raise ValueError("--any-region cannot be combined with --region")
+    if ns.slices is not None and not ns.tpu:
+        raise ValueError("--slices needs --tpu")
+    if ns.alternative and not (ns.tpu or ns.gpu):
+        raise ValueError("--alternative needs --tpu or --gpu")
+    common: dict[str, Any] = {
+        "cpu": ns.cpu, "ram": ns.memory, "disk": ns.disk, "zone": ns.zone, "target_cluster": ns.target_cluster,
+        "image": ns.image, "preemptible": not ns.non_preemptible,
+        "regions": [ANY_REGION] if ns.any_region else (list(ns.region) or None),
+    }
+    given = {key: value for key, value in common.items() if value is not None}
+    if ns.tpu:
+        return ResourceConfig.with_tpu([ns.tpu, *ns.alternative], slice_count=ns.slices or 1, **given)
+    if ns.gpu:
+        variant, count = parse_gpu_spec(ns.gpu)
+        return ResourceConfig.with_gpu(variant, count=count, device_alternatives=ns.alternative or None, **given)
+    return ResourceConfig.with_cpu(**given)
+
+
+def job_from_args(ns: argparse.Namespace, entrypoint: Entrypoint, *, default_name: str = "job",
+                  base: ResourceConfig | None = None) -> JobRequest:
+    """The ``JobRequest`` the parsed flags describe. ``base`` (e.g. from ``--resources``) replaces the
+    device/host flags. Bad values raise ``ValueError`` naming the flag or value."""
+    resources = base if base is not None else _resources(ns)
+    environment = EnvironmentConfig(workspace=os.getcwd(), env_vars=dict(ns.env)) if ns.env else None
+    fields: dict[str, Any] = {
+        "name": ns.name or default_name, "entrypoint": entrypoint, "resources": resources, "environment": environment,
+        "replicas": ns.replicas, "max_retries_failure": ns.max_retries, "max_task_failures": ns.max_task_failures,
+        "timeout": ns.timeout,
+    }
+    if ns.priority is not None:
+        fields["priority"] = int(ns.priority) if ns.priority.isdigit() else ns.priority
+    return JobRequest(**fields)
+
+
+def command_entrypoint(argv: Sequence[str]) -> Entrypoint:
+    """The entrypoint for a command line after ``--``."""
+    if not argv:
+        raise ValueError("give the command to run after --, e.g. -- python train.py")
+    return Entrypoint.from_binary(argv[0], list(argv[1:]))

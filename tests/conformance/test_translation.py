@@ -1,0 +1,149 @@
+"""fray-jupyter's LaunchJobRequest equals what Marin's real Fray -> Iris client sends, for every
+worked example of the reference and thousands of generated jobs, up to the differences listed in
+``differences.py``; and both reject the same inputs (save the stricter checks listed here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import fray.types as real_types
+import pytest
+from google.protobuf import text_format
+from hypothesis import HealthCheck, given, settings
+from rigging.timing import Duration
+
+import fray_jupyter.resources as our_types
+from fray_jupyter.planning import plan
+from tests.conformance.differences import LaunchJobRequest, normalize
+from tests.conformance.oracle import Oracle, canonical_bytes
+from tests.conformance.specs import Spec, any_spec, build
+
+USER = "alice"
+
+# Inputs Marin's client sends (silently wrong or rejected later by the controller) that
+# fray-jupyter refuses up front with a message. Nothing else may differ in what is refused.
+STRICTER: dict[str, tuple[Spec, str]] = {
+    "zero GPUs": (Spec("gpu", gpu_count=0), "a GPU job with count 0 reaches the scheduler asking for no GPU"),
+    "zero slices": (Spec("tpu", tpu_types=("v5p-8",), slice_count=0), "Fray sends replicas 1 for 0 slices"),
+    "bare region string": (Spec("cpu", resource_kwargs={"regions": "us-central1"}),
+                           "Fray splits a bare string into one-letter regions"),
+    "zero cpu": (Spec("cpu", resource_kwargs={"cpu": 0}), "a task asking for 0 millicores"),
+    "digit-only name": (Spec("cpu", name="12345"), "Iris reads /<user>/12345 as a task index"),
+    "spaced GPU model": (Spec("gpu", gpu="H 100"), "no worker has a variant with a space"),
+}
+
+
+def _outcome(make: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", make()
+    except ValueError as error:
+        return "error", error
+
+
+def _ours(spec: Spec) -> tuple[str, Any]:
+    return _outcome(lambda: plan(build(our_types, spec), user=USER).request)
+
+
+def _theirs(spec: Spec, oracle: Oracle) -> tuple[str, Any]:
+    def capture() -> LaunchJobRequest:
+        job = build(real_types, spec, Duration.from_seconds)
+        return LaunchJobRequest.FromString(oracle.capture(job, user=USER))
+
+    return _outcome(capture)
+
+
+def assert_same_request(spec: Spec, oracle: Oracle) -> None:
+    """Both succeed with equal requests (after the listed differences), or both refuse."""
+    (our_kind, ours), (their_kind, theirs) = _ours(spec), _theirs(spec, oracle)
+    assert (our_kind, their_kind) != ("error", "ok"), f"fray-jupyter refused what Marin accepts: {ours}\n{spec}"
+    assert (our_kind, their_kind) != ("ok", "error"), f"Marin refused ({theirs}) what fray-jupyter accepted\n{spec}"
+    if our_kind == "error":
+        return
+    default_setup = spec.env is None or spec.env.get("setup_scripts") is None
+    expected = normalize(theirs, default_setup=default_setup)
+    if canonical_bytes(ours.SerializeToString()) != canonical_bytes(expected.SerializeToString()):
+        pytest.fail(f"requests differ for {spec}\n--- fray-jupyter\n{text_format.MessageToString(ours)}"
+                    f"--- Marin (normalized)\n{text_format.MessageToString(expected)}")
+
+
+def _tpu(types: str | list[str], **kw: Any) -> Spec:
+    kind_types = (types,) if isinstance(types, str) else tuple(types)
+    slices = kw.pop("slice_count", 1)
+    job = kw.pop("job", {})
+    return Spec("tpu", tpu_types=kind_types, slice_count=slices, resource_kwargs=kw, job_kwargs=job)
+
+
+WORKED_EXAMPLES = {
+    "1 ResourceConfig()": Spec("cpu"),
+    "2 with_cpu(cpu=4, ram=16g)": Spec("cpu", resource_kwargs={"cpu": 4, "ram": "16g"}),
+    "3 v5p-8": _tpu("v5p-8"),
+    "4 v5p-8 x2 slices": _tpu("v5p-8", slice_count=2),
+    "5 v4-32": _tpu("v4-32"),
+    "6 v4-32 x2 slices": _tpu("v4-32", slice_count=2),
+    "7 v5litepod-16": _tpu("v5litepod-16"),
+    "9 flexible v4-8/v5p-8": _tpu(["v4-8", "v5p-8"]),
+    "10a mixed chips per VM": _tpu(["v6e-4", "v6e-8"]),
+    "10b mixed VM count": _tpu(["v4-8", "v4-16"]),
+    "10d unknown type": _tpu("v7-8"),
+    "12 H100x8 (cpu floor)": Spec("gpu", gpu="H100", gpu_count=8),
+    "13 H100x8 x2 leafgroup": Spec("gpu", gpu="H100", gpu_count=8,
+                                   resource_kwargs={"cpu": 32, "ram": "512g", "disk": "256g", "replicas": 2}),
+    "14a GB200x4 x16 nvlink.domain": Spec("gpu", gpu="GB200", gpu_count=4, resource_kwargs={"replicas": 16}),
+    "14b GB200x4 x32 sliced": Spec("gpu", gpu="GB200", gpu_count=4, resource_kwargs={"replicas": 32}),
+    "14c GB200x4 x64 sliced": Spec("gpu", gpu="GB200", gpu_count=4, resource_kwargs={"replicas": 64}),
+    "15a GB200x1 x32 sub-node": Spec("gpu", gpu="GB200", gpu_count=1, resource_kwargs={"replicas": 32}),
+    "15b GB200x4 x17 uneven": Spec("gpu", gpu="GB200", gpu_count=4, resource_kwargs={"replicas": 17}),
+    "16 GB200 alt GB300 x32": Spec("gpu", gpu="GB200", gpu_count=4,
+                                   resource_kwargs={"replicas": 32, "device_alternatives": ["GB300"]}),
+    "17 GB200 alt H100 x32": Spec("gpu", gpu="GB200", gpu_count=4,
+                                  resource_kwargs={"replicas": 32, "device_alternatives": ["H100"]}),
+    "18 one region": Spec("cpu", resource_kwargs={"regions": ["us-central1"]}),
+    "19 two regions": Spec("cpu", resource_kwargs={"regions": ["us-central1", "us-central2"]}),
+    "20 ANY with a region": Spec("cpu", resource_kwargs={"regions": ["*", "us-central1"]}),
+    "21 non-preemptible": Spec("cpu", resource_kwargs={"preemptible": False}),
+    "22 zone": Spec("cpu", resource_kwargs={"zone": "us-east1-d"}),
+    "23 target cluster": Spec("cpu", resource_kwargs={"target_cluster": "cw-us-east-02a"}),
+    "24 ANY region (stripped)": _tpu(["v5litepod-4", "v4-8", "v5p-8", "v6e-4"], ram="96g", regions=["*"]),
+    "25 v4-32 replicas=3": _tpu("v4-32", job={"replicas": 3}),
+    "27 v5p-8 cpu/ram override": _tpu("v5p-8", cpu=8, ram="32g"),
+    "28 processes_per_task=4": Spec("gpu", gpu="H100", gpu_count=8, job_kwargs={"processes_per_task": 4},
+                                    argv=("python", "train.py")),
+    "28b processes_per_task=3": Spec("gpu", gpu="H100", gpu_count=8, job_kwargs={"processes_per_task": 3}),
+    "g cpu 0.5 ANY non-preemptible": Spec("cpu", resource_kwargs={"cpu": 0.5, "ram": "6g", "disk": "16g",
+                                                                    "regions": ["*"], "preemptible": False}),
+    "h regions+zone+cluster": Spec("cpu", resource_kwargs={"regions": ["us-central1", "us-central2"],
+                                                            "zone": "us-central1-a", "target_cluster": "cw-east"}),
+    "v6e multislice with env": Spec("tpu", tpu_types=("v6e-16",), slice_count=3,
+                                    env={"workspace": "/tmp/ws", "env_vars": {"A": "1"}, "setup_scripts": ["echo hi"]}),
+    "gpu extra adds NCCL": Spec("gpu", gpu="H100", gpu_count=8, env={"workspace": "/tmp/ws", "extras": ["gpu"]}),
+}
+
+
+@pytest.mark.parametrize("spec", WORKED_EXAMPLES.values(), ids=WORKED_EXAMPLES.keys())
+def test_worked_example_matches_marin(spec: Spec, real_client: Oracle) -> None:
+    assert_same_request(spec, real_client)
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=any_spec)
+def test_generated_jobs_match_marin(spec: Spec, real_client: Oracle) -> None:
+    assert_same_request(spec, real_client)
+
+
+@pytest.mark.parametrize(("spec", "reason"), STRICTER.values(), ids=STRICTER.keys())
+def test_stricter_checks_are_deliberate(spec: Spec, reason: str, real_client: Oracle) -> None:
+    """Each listed input is accepted by Marin's client and refused by ours with a message."""
+    (our_kind, error), (their_kind, _) = _ours(spec), _theirs(spec, real_client)
+    assert (our_kind, their_kind) == ("error", "ok"), reason
+    assert str(error)
+
+
+@pytest.mark.parametrize("spec", list(WORKED_EXAMPLES.values())[:10])
+def test_marin_objects_plan_like_ours(spec: Spec) -> None:
+    """Interop: Marin's fray.types.JobRequest passed to plan() gives the same request as ours."""
+    (kind, theirs), (our_kind, ours) = _outcome(
+        lambda: plan(build(real_types, spec, Duration.from_seconds), user=USER).request), _ours(spec)
+    assert kind == our_kind
+    if kind == "ok":
+        assert theirs == ours
