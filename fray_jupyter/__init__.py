@@ -7,7 +7,7 @@ fray_jupyter`` (and ``%load_ext fray_jupyter``) stays cheap until a model or pla
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -49,22 +49,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted([*globals(), *_EXPORTS])
 
-
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from fray_jupyter.iris.constraints import Constraint, convert_constraints
-    from fray_jupyter.iris.convert import adjust_tpu_replicas, convert_entrypoint, convert_environment, convert_resources
-    from fray_jupyter.iris.coscheduling import CoschedulingConfig, resolve_coscheduling
-    from fray_jupyter.iris.request import DEFAULT_CLIENT_REVISION_DATE, build_launch_request, client_revision_date
-    from fray_jupyter.planning import Plan, plan
-    from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
-    from fray_jupyter.resources.devices import (
-        CpuConfig, DeviceConfig, GpuConfig, TpuConfig, device_flops, get_tpu_topology, tpu_family,
-        tpu_hbm_bytes_per_chip, tpu_hbm_capacity_bytes,
-    )
-    from fray_jupyter.resources.entrypoint import BinaryEntrypoint, CallableEntrypoint, CellEntrypoint, Entrypoint
-    from fray_jupyter.resources.environment import EnvironmentConfig, create_environment
-    from fray_jupyter.resources.job import JobRequest, JobStatus
-    from fray_jupyter.resources.tables import (
-        DEFAULT_TPU_HOST_FRACTION, DEVICE_FLOPS, TPU_HBM_BYTES_PER_CHIP, TPU_HOST_RESOURCES, TPU_TOPOLOGIES,
-        TpuTopologyInfo,
-    )

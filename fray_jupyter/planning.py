@@ -12,11 +12,10 @@ from google.protobuf import json_format, text_format
 from fray_jupyter.iris.constraints import Constraint
 from fray_jupyter.iris.coscheduling import TaskGroup, task_groups
 from fray_jupyter.iris.request import EnvVar, LaunchJobRequest, Translation, translate
-from fray_jupyter.resources.devices import CpuConfig, GpuConfig, TpuConfig, device_flops
+from fray_jupyter.resources.devices import CpuConfig, GpuConfig, TpuConfig, device_flops, tpu_family
 from fray_jupyter.resources.interop import coerce
 from fray_jupyter.resources.job import JobRequest
 from fray_jupyter.resources.tables import TPU_HBM_BYTES_PER_CHIP
-from fray_jupyter.resources.devices import tpu_family
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, Mapping
+from typing import Final
 
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.resources.config import ANY_REGION, ResourceConfig

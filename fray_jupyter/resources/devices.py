@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -190,5 +190,5 @@ class TpuConfig(_Device):
         return env
 
 
-DeviceConfig = Annotated[Union[CpuConfig, GpuConfig, TpuConfig], Field(discriminator="kind")]
+DeviceConfig = Annotated[CpuConfig | GpuConfig | TpuConfig, Field(discriminator="kind")]
 AnyDevice = CpuConfig | GpuConfig | TpuConfig

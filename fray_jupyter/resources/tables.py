@@ -7,8 +7,9 @@ Nothing in this module computes; lookups with friendly errors live in ``devices`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final, Mapping, NamedTuple
+from typing import Final, NamedTuple
 
 
 class TpuTopologyInfo(NamedTuple):

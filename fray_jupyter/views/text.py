@@ -51,8 +51,8 @@ def render_text(plan: Plan) -> str:
     rows = [
         ("Job", plan.job_id),
         ("Replicas", str(plan.replicas)),
-        ("Per replica", f"{cores(plan.cpu_millicores)} cores · {size(plan.memory_bytes)} RAM · "
-                        f"{size(plan.disk_bytes)} disk{chips}"),
+        ("Per replica", (f"{cores(plan.cpu_millicores)} cores · {size(plan.memory_bytes)} RAM · "
+                         f"{size(plan.disk_bytes)} disk{chips}")),
         ("Totals", f"{plan.total_chips} chips · {size(plan.hbm_bytes)} HBM · {flops(plan.peak_flops)} bf16"),
     ]
     lines = [f"{label:<14}{value}" for label, value in rows]
