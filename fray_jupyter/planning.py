@@ -137,12 +137,12 @@ class Plan:
     @cached_property
     def request_text(self) -> str:
         """The request in protobuf text format."""
-        return text_format.MessageToString(self.translation.request)
+        return text_format.MessageToString(self.request)
 
     @cached_property
     def request_json(self) -> str:
         """The request as Connect/Iris JSON (camelCase names, int64 as strings)."""
-        return json_format.MessageToJson(self.translation.request, indent=2)
+        return json_format.MessageToJson(self.request, indent=2)
 
 
 def plan(

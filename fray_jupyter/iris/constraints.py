@@ -9,6 +9,7 @@ from typing import Final
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
 from fray_jupyter.resources.devices import CpuConfig
+from fray_jupyter.resources.suggest import unknown_choice
 
 # Operator -> (fewest, most) values it takes; None is unbounded.
 CONSTRAINT_ARITY: Final[Mapping[str, tuple[int, int | None]]] = {
@@ -31,9 +32,12 @@ class Constraint:
     mode: str = "REQUIRED"
 
     def __post_init__(self) -> None:
+        if self.op not in CONSTRAINT_ARITY:
+            raise ValueError(unknown_choice("constraint operator", self.op, CONSTRAINT_ARITY))
         fewest, most = CONSTRAINT_ARITY[self.op]
         if not (fewest <= len(self.values) and (most is None or len(self.values) <= most)):
-            raise ValueError(f"constraint {self.key} {self.op} takes {fewest}..{most or 'n'} values, got {self.values}")
+            wanted = "no values" if most == 0 else "one value" if most == 1 else "one or more values"
+            raise ValueError(f"constraint {self.key} {self.op} takes {wanted}, got {list(self.values)}")
         object.__setattr__(self, "values", tuple(v.strip().lower() for v in self.values))
 
     @property

@@ -3,8 +3,10 @@ that change what is sent (CPU floor for accelerators, TPU replica adjustment, sl
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 import cloudpickle
@@ -163,12 +165,24 @@ def convert_entrypoint(entrypoint: Entrypoint) -> IrisEntrypoint:
         return IrisEntrypoint((binary.command, *binary.args))
     if entrypoint.callable_entrypoint is not None:
         call = entrypoint.callable_entrypoint
+        _pickle_module_by_value(call.callable)
         payload = cloudpickle.dumps((call.callable, tuple(call.args), dict(call.kwargs)))
         return IrisEntrypoint(("bash", "-c", _RUN_FILE.format(CALLABLE_RUNNER)),
                               {CALLABLE_PICKLE: payload, CALLABLE_RUNNER: _RUNNER_SOURCE})
     assert entrypoint.cell_entrypoint is not None
     return IrisEntrypoint(("bash", "-c", _RUN_FILE.format(CELL_SCRIPT)),
                           {CELL_SCRIPT: entrypoint.cell_entrypoint.source.encode()})
+
+
+def _pickle_module_by_value(function: object) -> None:
+    """As Iris does: ship the function's module inside the pickle when a worker could not import it
+    (no package or spec, e.g. a script, or a module under a ``tests`` path)."""
+    module = sys.modules.get(getattr(function, "__module__", "") or "")
+    if module is None or module.__name__ == "__main__":
+        return  # cloudpickle already pickles __main__ by value
+    path = Path(getattr(module, "__file__", None) or "").parts
+    if module.__package__ is None or module.__spec__ is None or "tests" in path:
+        cloudpickle.register_pickle_by_value(module)
 
 
 def wrap_multiprocess(entrypoint: IrisEntrypoint, resources: ResourceSpec, processes_per_task: int) -> IrisEntrypoint:

@@ -92,15 +92,18 @@ def container_profile_value(name: str | None) -> int:
     or just "privileged"); UNSPECIFIED when None."""
     if name is None:
         return job_pb2.CONTAINER_PROFILE_UNSPECIFIED
-    full = name.upper() if name.upper().startswith("CONTAINER_PROFILE_") else f"CONTAINER_PROFILE_{name.upper()}"
-    if full not in job_pb2.ContainerProfile.keys():
-        raise ValueError(unknown_choice("container_profile", name, job_pb2.ContainerProfile.keys()))
-    return job_pb2.ContainerProfile.Value(full)
+    short = name.strip().lower().removeprefix("container_profile_")
+    names = {full.removeprefix("CONTAINER_PROFILE_").lower(): number for full, number in job_pb2.ContainerProfile.items()}
+    if short not in names:
+        raise ValueError(unknown_choice("container_profile", name, names, compare_as=short))
+    return names[short]
 
 
 def existing_job_policy_value(policy: str | int) -> int:
     """An ``ExistingJobPolicy`` by name ("keep", "error", "recreate") or number."""
     if isinstance(policy, int):
+        if policy not in EXISTING_JOB_POLICIES.values():
+            raise ValueError(unknown_choice("existing_job_policy", policy, EXISTING_JOB_POLICIES))
         return policy
     try:
         return EXISTING_JOB_POLICIES[policy.lower()]
@@ -153,7 +156,8 @@ def _warnings(
         notes.append(f"JobRequest.replicas={job.replicas} overrides resources.replicas={resources.replicas}")
     if requested != sent:
         notes.append(f"replicas raised from {requested} to {sent}: one {resources.device.variant} slice "
-                     f"has {sent} VMs and Iris runs one task per VM")
+                     f"has {sent} VMs and Iris runs one task per VM; they are not coscheduled as a gang, "
+                     f"because Fray chose coscheduling for {requested} replica (use with_tpu to get tpu-name)")
     if any(c.is_any_region_marker for c in fray_constraints):
         notes.append("regions=[ANY_REGION] sends no region constraint: it only stops the job "
                      "inheriting a parent job's region")
@@ -165,8 +169,8 @@ def _warnings(
     if env is not None:
         user_slice = {IRIS_SLICE_COUNT, IRIS_TASKS_PER_SLICE} & set(env.env_vars)
         if user_slice:
-            notes.append(f"{', '.join(sorted(user_slice))} are set by Iris from the slice shape; "
-                         f"the job's own values are replaced")
+            notes.append(f"the job's own {' and '.join(sorted(user_slice))} are not sent: "
+                         f"Iris sets these from the slice shape")
         if env.docker_image:
             notes.append("EnvironmentConfig.docker_image is ignored by Iris; set ResourceConfig.image instead")
         if env.setup_scripts is None and (env.pip_packages or env.extras or env.sync_packages):

@@ -37,9 +37,11 @@ def _convert(value: Any) -> Any:
         fields = {f.name: _convert(getattr(value, f.name)) for f in dataclasses.fields(value)}
         if model is None:
             return fields
-        if model is CallableEntrypoint:  # keep the callable itself, not a copy
-            fields["callable"] = value.callable  # type: ignore[attr-defined]
-        return model(**{k: v for k, v in fields.items() if k in model.model_fields})
+        unknown = {k: v for k, v in fields.items() if k not in model.model_fields and v not in (None, (), [], {})}
+        if unknown:
+            raise ValueError(f"Marin's {model.__name__} sets {unknown}, which this fray-jupyter does not know; "
+                             f"upgrade fray-jupyter or leave it unset")
+        return model(**fields)
     if hasattr(value, "to_ms") and type(value).__name__ == "Duration":  # rigging.timing.Duration
         return timedelta(milliseconds=value.to_ms())
     if isinstance(value, (list, tuple)):

@@ -76,11 +76,14 @@ class JobRequest(FrayModel):
     @field_validator("priority", mode="before")
     @classmethod
     def _priority(cls, priority: Any) -> Any:
-        if isinstance(priority, str) and not priority.strip().lstrip("-").isdigit():
-            band = priority.strip().lower().removeprefix("priority_band_")
-            if band not in PRIORITY_BANDS:
+        if isinstance(priority, str):
+            text = priority.strip().lower().removeprefix("priority_band_")
+            if text.lstrip("-").isdigit():
+                priority = int(text)
+            elif text in PRIORITY_BANDS:
+                return PRIORITY_BANDS[text]
+            else:
                 raise ValueError(unknown_choice("priority", priority, PRIORITY_BANDS))
-            return PRIORITY_BANDS[band]
         if isinstance(priority, int) and priority not in PRIORITY_BANDS.values():
             raise ValueError(unknown_choice("priority", priority, [f"{n} ({b})" for b, n in PRIORITY_BANDS.items()]))
         return priority
@@ -91,7 +94,7 @@ class JobRequest(FrayModel):
         if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
             timeout = timedelta(seconds=timeout)
         if isinstance(timeout, timedelta) and timeout <= timedelta(0):
-            raise ValueError(f"timeout {timeout} must be positive")
+            raise ValueError(f"timeout {timeout.total_seconds():g} s must be positive")
         return timeout
 
     @model_validator(mode="after")

@@ -31,6 +31,9 @@ STRICTER: dict[str, tuple[Spec, str]] = {
     "zero cpu": (Spec("cpu", resource_kwargs={"cpu": 0}), "a task asking for 0 millicores"),
     "digit-only name": (Spec("cpu", name="12345"), "Iris reads /<user>/12345 as a task index"),
     "spaced GPU model": (Spec("gpu", gpu="H 100"), "no worker has a variant with a space"),
+    "empty ram": (Spec("cpu", resource_kwargs={"ram": ""}), "Iris reads an empty size as 0 bytes"),
+    "65 GPUs per replica": (Spec("gpu", gpu_count=65), "no node has more than 64 GPUs (cap: MAX_GPUS_PER_REPLICA)"),
+    "100,001 replicas": (Spec("cpu", resource_kwargs={"replicas": 100_001}), "cap: MAX_REPLICAS"),
 }
 
 
