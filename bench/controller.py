@@ -1,0 +1,268 @@
+"""Benchmark the embedded controller and print the figures.
+
+Run: ``.venv/bin/python bench/controller.py [--real-iris]``
+
+1. Submit → first task RUNNING: time from the LaunchJob response to the first GetJobStatus
+   (Connect, binary proto, polled every 2 ms) that says RUNNING; median of 30 jobs. With
+   ``--real-iris`` the same is measured on a real Iris local controller (marin-iris) and the
+   ratio printed.
+2. 1,000 concurrent LaunchJob calls (64 connections, Connect and native gRPC): launches/s,
+   and a check that all 1,000 jobs are listed. Twice: with long jobs (only ``slots`` start, the
+   rest queue) and with ``true`` jobs (every job also runs a process during the burst, on the
+   same cores as the load generator).
+3. ListJobs, page of 50, over 10,000 stored jobs (seeded into the store before start-up):
+   median wall time per call, default sort and with filters.
+4. Connect framework overhead: our ASGI app vs connect-python's ``ConnectASGIApplication``
+   serving the same core, in process (µs per GetJobState call), the reason for our choice.
+Goals: (1) < 300 ms, (2) ≥ 500/s, none lost, (3) ≤ 20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fray_jupyter.controller.rpc import METHODS, Method
+from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from tests.controller_harness import launch_request, start_controller, stop_quietly
+
+C = controller_pb2.Controller
+BY_NAME = {method.name: method for method in METHODS}
+
+
+def _post(client: httpx.Client, name: str, request: object, token: str | None) -> object:
+    method = BY_NAME[name]
+    headers = {"content-type": "application/proto"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    reply = client.post(method.path, content=request.SerializeToString(), headers=headers)  # type: ignore[attr-defined]
+    reply.raise_for_status()
+    return method.response.FromString(reply.content)
+
+
+def first_running_latency(url: str, token: str | None, runs: int, user: str) -> list[float]:
+    """Seconds from LaunchJob's response to the first RUNNING answer, per job."""
+    samples = []
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for index in range(runs):
+            request = launch_request(f"latency-{index}-{time.time_ns()}", "sleep 5", user=user)
+            job_id = _post(client, "LaunchJob", request, token).job_id  # type: ignore[attr-defined]
+            launched = time.perf_counter()
+            while True:
+                status = _post(client, "GetJobStatus", C.GetJobStatusRequest(job_id=job_id), token)
+                if status.job.state == job_pb2.JOB_STATE_RUNNING:  # type: ignore[attr-defined]
+                    samples.append(time.perf_counter() - launched)
+                    break
+                if time.perf_counter() - launched > 60:
+                    raise RuntimeError(f"{job_id} not RUNNING after 60 s: {status}")
+                time.sleep(0.002)
+            _post(client, "TerminateJob", C.TerminateJobRequest(job_id=job_id), token)
+    return samples
+
+
+async def _launch_connect(url: str, token: str, requests: list[bytes]) -> float:
+    """Send ``requests`` over 64 keep-alive HTTP/1.1 connections with a minimal asyncio client
+    (httpx's async pool, not the server, is the bottleneck at this rate)."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    head = (f"POST {BY_NAME['LaunchJob'].path} HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer {token}\r\n"
+            "content-type: application/proto\r\ncontent-length: ").encode()
+    queue = list(requests)
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        while queue:
+            body = queue.pop()
+            writer.write(head + str(len(body)).encode() + b"\r\n\r\n" + body)
+            response = await reader.readuntil(b"\r\n\r\n")
+            if not response.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(response.decode(errors="replace"))
+            length = next(int(line.split(b":")[1]) for line in response.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            await reader.readexactly(length)
+        writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(connection() for _ in range(64)))
+    return time.perf_counter() - started
+
+
+async def _launch_grpc(target: str, token: str, requests: list[bytes]) -> float:
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = channel.unary_unary(BY_NAME["LaunchJob"].path)
+        metadata = (("authorization", f"Bearer {token}"),)
+        semaphore = asyncio.Semaphore(64)
+
+        async def one(body: bytes) -> bytes:
+            async with semaphore:
+                return await stub(body, metadata=metadata)  # type: ignore[no-any-return]
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(body) for body in requests))
+        return time.perf_counter() - started
+
+
+def concurrent_launches(root: Path, count: int) -> None:
+    workloads = {"queued (sleep 60)": "sleep 60", "each runs at once (true)": "true"}
+    for transport in ("connect", "grpc"):
+        for label, command in workloads.items():
+            controller = start_controller(root / f"launch-{transport}-{command.split()[0]}")
+            try:
+                requests = [launch_request(f"burst-{i}", command).SerializeToString() for i in range(count)]
+                info = controller.info
+                if transport == "connect":
+                    elapsed = asyncio.run(_launch_connect(info.url, info.token, requests))
+                else:
+                    elapsed = asyncio.run(_launch_grpc(info.grpc_url.removeprefix("grpc://"), info.token, requests))
+                with httpx.Client(base_url=info.url, timeout=30) as client:
+                    listed = _post(client, "ListJobs", C.ListJobsRequest(), info.token).total_count  # type: ignore[attr-defined]
+                print(f"  {transport:8s} {label:26s} {count / elapsed:6,.0f} launches/s ({elapsed:.2f} s); "
+                      f"listed afterwards: {listed} (lost: {count - listed})")
+            finally:
+                stop_quietly(controller)
+
+
+def seed_jobs(state_dir: Path, count: int) -> None:
+    """Store ``count`` finished 4-task jobs directly (what 10,000 earlier launches leave)."""
+    store = Store(state_dir / "controller.sqlite3")
+    request = launch_request("seed", "true", replicas=4)
+    now = int(time.time() * 1000)
+    with store.transaction():
+        for index in range(count):
+            name = f"/user{index % 7}/seeded-{index:05d}"
+            store.insert_job(JobRow(
+                id=0, job_id=name, name=name, user=f"user{index % 7}",
+                state=(job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED, job_pb2.JOB_STATE_KILLED)[index % 3],
+                submitted_ms=now - count + index, started_ms=now, finished_ms=now, error="", exit_code=0,
+                status_message="running on this machine", replicas=4, coscheduled=0, max_retries_failure=0,
+                max_task_failures=0, timeout_ms=None, scheduling_timeout_ms=None, failure_count=index % 3,
+                preemption_count=0, request=request.SerializeToString(),
+                resources=request.resources.SerializeToString(), bundle_path="",
+            ))
+    store.close()
+
+
+def list_jobs_timing(root: Path, count: int) -> None:
+    seed_jobs(root / "list", count)
+    controller = start_controller(root / "list")
+    queries = {
+        "default (newest first)": C.JobQuery(limit=50),
+        "page 100 (offset 5,000)": C.JobQuery(limit=50, offset=5000),
+        "name_filter='SEEDED-01'": C.JobQuery(limit=50, name_filter="SEEDED-01"),
+        "state_filter='failed', by name": C.JobQuery(limit=50, state_filter="failed",
+                                                     sort_field=C.JOB_SORT_FIELD_NAME),
+        "sort by failures desc": C.JobQuery(limit=50, sort_field=C.JOB_SORT_FIELD_FAILURES,
+                                            sort_direction=C.SORT_DIRECTION_DESC),
+    }
+    try:
+        with httpx.Client(base_url=controller.info.url, timeout=30) as client:
+            for label, query in queries.items():
+                times = []
+                for _ in range(40):
+                    started = time.perf_counter()
+                    response = _post(client, "ListJobs", C.ListJobsRequest(query=query), controller.info.token)
+                    times.append(time.perf_counter() - started)
+                assert len(response.jobs) == 50, label  # type: ignore[attr-defined]
+                print(f"  ListJobs {label:32s} median {statistics.median(times) * 1000:6.2f} ms  "
+                      f"p90 {sorted(times)[35] * 1000:6.2f} ms  (total_count {response.total_count})")  # type: ignore[attr-defined]
+    finally:
+        stop_quietly(controller)
+
+
+def framework_overhead(root: Path, calls: int) -> None:
+    from connectrpc.method import IdempotencyLevel, MethodInfo
+    from connectrpc.server import ConnectASGIApplication, Endpoint
+
+    from fray_jupyter.controller.connect_app import ConnectApp
+    from fray_jupyter.controller.engine import Engine
+    from fray_jupyter.controller.rpc import invoke_logged
+    from fray_jupyter.controller.service import ControllerService
+
+    seed_jobs(root / "overhead", 200)
+    store = Store(root / "overhead" / "controller.sqlite3")
+    service = ControllerService(store, Engine(store, root / "overhead" / "work", 4), root / "overhead" / "bundles")
+    invoke = invoke_logged(service)
+
+    class Library(ConnectASGIApplication[ControllerService]):
+        @property
+        def path(self) -> str:
+            return "/iris.cluster.ControllerService"
+
+    def endpoints(svc: ControllerService) -> dict[str, Endpoint]:  # type: ignore[type-arg]
+        def bind(method: Method):  # type: ignore[no-untyped-def]
+            async def function(request, ctx):  # type: ignore[no-untyped-def]
+                return invoke(method, request)
+            info = MethodInfo(name=method.name, service_name="iris.cluster.ControllerService", input=method.request,
+                              output=method.response, idempotency_level=IdempotencyLevel.UNKNOWN)
+            return Endpoint.unary(info, function)
+        return {method.path: bind(method) for method in METHODS}
+
+    body = C.GetJobStateRequest(job_ids=["/user0/seeded-00000"]).SerializeToString()
+    headers = [(b"content-type", b"application/proto"), (b"authorization", b"Bearer t")]
+    scope = {"type": "http", "method": "POST", "path": BY_NAME["GetJobState"].path, "headers": headers,
+             "root_path": "", "query_string": b"", "scheme": "http"}
+
+    async def measure(app: object) -> float:
+        async def receive() -> dict[str, object]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                assert message["status"] == 200, message
+
+        started = time.perf_counter()
+        for _ in range(calls):
+            await app(dict(scope), receive, send)  # type: ignore[operator]
+        return (time.perf_counter() - started) / calls
+
+    ours = asyncio.run(measure(ConnectApp(invoke, "t")))
+    theirs = asyncio.run(measure(Library(service=service, endpoints=endpoints)))
+    print(f"  GetJobState(1 id) through ConnectApp: {ours * 1e6:,.0f} µs/call; "
+          f"through connect-python: {theirs * 1e6:,.0f} µs/call (in process, no sockets)")
+    store.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--real-iris", action="store_true", help="also time a real Iris local controller")
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="fray-bench-") as scratch:
+        root = Path(scratch)
+        print("1. submit -> first task RUNNING (Connect, polled every 2 ms)")
+        controller = start_controller(root / "latency")
+        try:
+            ours = first_running_latency(controller.info.url, controller.info.token, args.runs, "bench")
+        finally:
+            stop_quietly(controller)
+        ours_median = statistics.median(ours)
+        print(f"  embedded: median {ours_median * 1000:.1f} ms, p90 {sorted(ours)[int(len(ours) * 0.9)] * 1000:.1f} ms"
+              f" over {len(ours)} jobs (goal < 300 ms)")
+        if args.real_iris:
+            from tests.real_iris import real_iris_controller
+
+            with real_iris_controller(root / "real-iris") as url:
+                theirs = first_running_latency(url, None, min(args.runs, 10), "bench")
+            print(f"  real Iris local controller: median {statistics.median(theirs) * 1000:.0f} ms; "
+                  f"embedded is {statistics.median(theirs) / ours_median:.1f}x faster (goal >= 5x)")
+        print("2. 1,000 concurrent LaunchJob calls (goal >= 500/s, none lost)")
+        concurrent_launches(root, 1000)
+        print("3. ListJobs page of 50 over 10,000 jobs (goal <= 20 ms)")
+        list_jobs_timing(root, 10_000)
+        print("4. Connect transport overhead")
+        framework_overhead(root, 2000)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""What both transports share: status codes, the typed ``RpcError``, the method table, the
+bearer-token check and request decoding.
+
+The service core raises ``RpcError(Code.X, message)``; the Connect transport turns it into an
+HTTP status plus ``{"code": "<connect name>", "message": ...}``, the gRPC transport into the
+matching ``grpc.StatusCode``. ``METHODS`` lists every RPC of ``iris.cluster.ControllerService``
+that the embedded controller serves, with its request and response types, so neither
+transport repeats the list.
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
+
+from fray_jupyter.iris.proto import controller_pb2, job_pb2
+
+SERVICE_NAME: Final[str] = "iris.cluster.ControllerService"
+_LOG = logging.getLogger(__name__)
+
+_C = controller_pb2.Controller
+
+
+class Code(enum.Enum):
+    """Connect / gRPC status codes: value = (Connect name, HTTP status, gRPC code)."""
+
+    INVALID_ARGUMENT = ("invalid_argument", 400, grpc.StatusCode.INVALID_ARGUMENT)
+    NOT_FOUND = ("not_found", 404, grpc.StatusCode.NOT_FOUND)
+    ALREADY_EXISTS = ("already_exists", 409, grpc.StatusCode.ALREADY_EXISTS)
+    FAILED_PRECONDITION = ("failed_precondition", 400, grpc.StatusCode.FAILED_PRECONDITION)
+    RESOURCE_EXHAUSTED = ("resource_exhausted", 429, grpc.StatusCode.RESOURCE_EXHAUSTED)
+    UNAUTHENTICATED = ("unauthenticated", 401, grpc.StatusCode.UNAUTHENTICATED)
+    UNIMPLEMENTED = ("unimplemented", 501, grpc.StatusCode.UNIMPLEMENTED)
+    UNAVAILABLE = ("unavailable", 503, grpc.StatusCode.UNAVAILABLE)
+    INTERNAL = ("internal", 500, grpc.StatusCode.INTERNAL)
+
+    @property
+    def connect_name(self) -> str:
+        """The lower-case name the Connect protocol puts in an error's ``code``."""
+        return self.value[0]
+
+    @property
+    def http_status(self) -> int:
+        """The HTTP status the Connect protocol pairs with this code."""
+        return self.value[1]
+
+    @property
+    def grpc_code(self) -> grpc.StatusCode:
+        """The native gRPC status code."""
+        return self.value[2]
+
+
+class RpcError(Exception):
+    """A refused RPC: a status code and a message meant for the person who sent it."""
+
+    def __init__(self, code: Code, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Method:
+    """One unary RPC: its name, message types and the service-core attribute serving it."""
+
+    name: str
+    request: type[Message]
+    response: type[Message]
+    handler: str
+
+    @property
+    def path(self) -> str:
+        """``/iris.cluster.ControllerService/<name>``, the URL path and gRPC method path."""
+        return f"/{SERVICE_NAME}/{self.name}"
+
+
+METHODS: Final[tuple[Method, ...]] = (
+    Method("LaunchJob", _C.LaunchJobRequest, _C.LaunchJobResponse, "launch_job"),
+    Method("GetJobStatus", _C.GetJobStatusRequest, _C.GetJobStatusResponse, "get_job_status"),
+    Method("GetJobState", _C.GetJobStateRequest, _C.GetJobStateResponse, "get_job_state"),
+    Method("TerminateJob", _C.TerminateJobRequest, job_pb2.Empty, "terminate_job"),
+    Method("ListJobs", _C.ListJobsRequest, _C.ListJobsResponse, "list_jobs"),
+    Method("GetTaskStatus", _C.GetTaskStatusRequest, _C.GetTaskStatusResponse, "get_task_status"),
+    Method("ListTasks", _C.ListTasksRequest, _C.ListTasksResponse, "list_tasks"),
+    Method("GetTaskLogs", _C.GetTaskLogsRequest, _C.GetTaskLogsResponse, "get_task_logs"),
+)
+METHODS_BY_PATH: Final[dict[str, Method]] = {method.path: method for method in METHODS}
+
+BEARER_PREFIX: Final[str] = "Bearer "
+
+
+def check_bearer(header: str | None, token: str) -> None:
+    """Accept only ``authorization: Bearer <token>`` with exactly the controller's token
+    (compared in constant time); anything else is UNAUTHENTICATED."""
+    if not header:
+        raise RpcError(Code.UNAUTHENTICATED, "missing 'authorization: Bearer <token>' header")
+    if not header.startswith(BEARER_PREFIX) or not hmac.compare_digest(
+        header[len(BEARER_PREFIX):].strip().encode(), token.encode()
+    ):
+        raise RpcError(Code.UNAUTHENTICATED, "invalid bearer token")
+
+
+Invoke = Callable[[Method, Message], Message]
+"""Serve one decoded request: what a transport calls."""
+
+
+def decode(method: Method, codec: str, body: bytes) -> Message:
+    """Parse a request body; anything unparseable is INVALID_ARGUMENT (unknown JSON fields are
+    ignored, so newer clients with extra fields still work)."""
+    message = method.request()
+    try:
+        if codec == "proto":
+            message.ParseFromString(body)
+        else:
+            json_format.Parse(body or b"{}", message, ignore_unknown_fields=True)
+    except (DecodeError, json_format.ParseError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise RpcError(Code.INVALID_ARGUMENT, f"cannot parse {method.request.DESCRIPTOR.full_name}: {error}") from None
+    return message
+
+
+def invoke_logged(service: object) -> Invoke:
+    """``invoke`` for a service object: call ``service.<handler>(request)``; an unexpected
+    exception is logged and answered as INTERNAL, never propagated to the server."""
+
+    def invoke(method: Method, request: Message) -> Message:
+        try:
+            response: Message = getattr(service, method.handler)(request)
+        except RpcError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a bug in one RPC must not take the server down
+            _LOG.exception("%s failed", method.name)
+            raise RpcError(Code.INTERNAL, f"{method.name} failed: {type(error).__name__}: {error}") from None
+        return response
+
+    return invoke

@@ -1,0 +1,271 @@
+"""Running one task attempt as local processes, with its output captured line by line.
+
+An attempt runs in its own work dir ``<state dir>/work/<user>/<job>-<n>/<task>.<attempt>``:
+the bundle zip (if any) is unpacked there, then ``workdir_files`` are written over it, then
+each ``setup_commands`` entry runs as ``bash -c <command>`` (a failing one fails the attempt)
+and finally ``run_command.argv`` runs. Every process starts in a new session, so it leads its
+own process group; stopping an attempt sends SIGTERM to the group, then SIGKILL after
+``KILL_GRACE_S``. When the main process exits, whatever it left behind in its group is
+killed too (a task ends with its process, as a container would).
+
+Environment of every process: the controller's own environment, then the job's
+``environment.env_vars``, then these variables (names as a real Iris worker sets them, plus
+two of ours):
+
+==========================  ===============================================================
+``IRIS_TASK_ID``            ``/<user>/<job>/<index>:<attempt>``
+``IRIS_NUM_TASKS``          the job's replica count
+``IRIS_WORKDIR``            the attempt's work dir (also the processes' cwd)
+``IRIS_OUTPUT_DIR``         ``$IRIS_WORKDIR/.iris-outputs``
+``IRIS_PYTHON``             the controller's ``sys.executable``
+``IRIS_JOB_ENV``            JSON object of the job's env vars (what child jobs inherit)
+``IRIS_JOB_SETUP_SCRIPTS``  JSON list of the job's ``environment.setup_scripts``
+``IRIS_TASK_RESOURCES``     proto-JSON (snake_case) of the job's ``ResourceSpecProto``
+``IRIS_CONTROLLER_URL``     the controller's Connect URL (also ``IRIS_CONTROLLER_ADDRESS``)
+``IRIS_WORKER_ID``          ``WORKER_ID`` (this machine acting as the one worker)
+``IRIS_ATTEMPT_UID``        a random hex id unique to this attempt
+``IRIS_BUNDLE_ID``          the job's ``bundle_id`` (empty without a bundle)
+``IRIS_JOB_ID``             ``/<user>/<job>`` (ours; Iris has no such variable)
+``IRIS_TASK_INDEX``         the task's index, ``0 … replicas-1`` (ours)
+``PYTHONUNBUFFERED``        ``1``, so Python output reaches the log as it is printed
+==========================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from google.protobuf import json_format
+
+from fray_jupyter.iris.proto import job_pb2
+
+KILL_GRACE_S: Final[float] = 1.0
+MAX_LINE_CHARS: Final[int] = 64 * 1024
+WORKER_ID: Final[str] = "fray-local"
+_READ_CHUNK: Final[int] = 64 * 1024
+
+OutputSink = Callable[[str, str], None]
+"""Receives ``(source, line)`` with source ``"stdout"`` or ``"stderr"``, newline removed."""
+
+
+@dataclass(frozen=True)
+class TaskIdentity:
+    """Who a task is: job id, index, attempt, attempt uid and the job's replica count."""
+
+    job_id: str
+    index: int
+    attempt: int
+    attempt_uid: str
+    num_tasks: int
+
+
+def task_environment(
+    task: TaskIdentity,
+    request_env: Mapping[str, str],
+    setup_scripts: Sequence[str],
+    resources: job_pb2.ResourceSpecProto,
+    workdir: Path,
+    controller_url: str,
+    bundle_id: str,
+) -> dict[str, str]:
+    """The environment of a task's processes (see the module docstring for the rule)."""
+    env = dict(os.environ)
+    env.update(request_env)
+    env.update({
+        "IRIS_TASK_ID": f"{task.job_id}/{task.index}:{task.attempt}",
+        "IRIS_NUM_TASKS": str(task.num_tasks),
+        "IRIS_WORKDIR": str(workdir),
+        "IRIS_OUTPUT_DIR": str(workdir / ".iris-outputs"),
+        "IRIS_PYTHON": sys.executable,
+        "IRIS_JOB_ENV": json.dumps(dict(request_env)),
+        "IRIS_JOB_SETUP_SCRIPTS": json.dumps(list(setup_scripts)),
+        "IRIS_TASK_RESOURCES": json_format.MessageToJson(
+            resources, preserving_proto_field_name=True, indent=None
+        ),
+        "IRIS_CONTROLLER_URL": controller_url,
+        "IRIS_CONTROLLER_ADDRESS": controller_url,
+        "IRIS_WORKER_ID": WORKER_ID,
+        "IRIS_ATTEMPT_UID": task.attempt_uid,
+        "IRIS_BUNDLE_ID": bundle_id,
+        "IRIS_JOB_ID": task.job_id,
+        "IRIS_TASK_INDEX": str(task.index),
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
+def prepare_workdir(workdir: Path, bundle: Path | None, files: Mapping[str, bytes]) -> None:
+    """Create ``workdir``, unpack ``bundle`` into it, then write ``files`` (relative paths,
+    validated at submission) over it. Blocking; run it off the event loop."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / ".iris-outputs").mkdir(exist_ok=True)
+    if bundle is not None:
+        with zipfile.ZipFile(bundle) as archive:
+            archive.extractall(workdir)
+    for name, content in files.items():
+        target = workdir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+
+
+def process_start_token(pid: int) -> str:
+    """The kernel's start time of process ``pid`` (Linux ``/proc``), to tell it apart from a
+    later process that reuses the pid; empty where that is not available."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def kill_stale_group(pid: int, pgid: int, token: str) -> bool:
+    """SIGKILL the process group of a task left over from a previous controller run, if its
+    leader is still the process recorded (same start token, or same group where tokens are
+    unavailable). Returns whether a signal was sent."""
+    try:
+        if token and process_start_token(pid) != token:
+            return False
+        if not token and os.getpgid(pid) != pgid:
+            return False
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+@dataclass
+class Outcome:
+    """How an attempt ended: ``state`` is SUCCEEDED, FAILED or KILLED (stopped on request)."""
+
+    state: int
+    exit_code: int | None = None
+    error: str = ""
+    timed_out: bool = False
+
+
+@dataclass
+class Attempt:
+    """A running attempt: its steps, limits and current process group."""
+
+    steps: list[list[str]]
+    workdir: Path
+    env: dict[str, str]
+    timeout_s: float | None
+    sink: OutputSink
+    on_spawn: Callable[[int, str], None]
+    pgid: int | None = None
+    stop_reason: str | None = None
+    _killer: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def stop(self, reason: str) -> None:
+        """Stop the attempt: no further step starts; SIGTERM now, SIGKILL after the grace."""
+        if self.stop_reason is not None:
+            return
+        self.stop_reason = reason
+        if self.pgid is not None:
+            self._killer = asyncio.ensure_future(_terminate_group(self.pgid))
+
+    async def run(self) -> Outcome:
+        """Run every step in order; the first non-zero exit ends the attempt."""
+        loop = asyncio.get_running_loop()
+        deadline = None if self.timeout_s is None else loop.time() + self.timeout_s
+        for number, argv in enumerate(self.steps, start=1):
+            if self.stop_reason is not None:
+                break
+            setup = number < len(self.steps)
+            try:
+                code, timed_out = await self._run_step(argv, deadline)
+            except OSError as error:
+                what = f"setup command {number}" if setup else f"command {argv[0]!r}"
+                return Outcome(job_pb2.TASK_STATE_FAILED, None, f"could not start {what}: {error}")
+            if self.stop_reason is not None:
+                break
+            if timed_out:
+                return Outcome(
+                    job_pb2.TASK_STATE_FAILED, code,
+                    f"Execution timeout exceeded ({self.timeout_s:g}s)", timed_out=True,
+                )
+            if code != 0:
+                what = f"setup command {number} failed" if setup else "command failed"
+                return Outcome(job_pb2.TASK_STATE_FAILED, code, f"{what} with exit code {code}")
+        if self.stop_reason is not None:
+            return Outcome(job_pb2.TASK_STATE_KILLED, None, self.stop_reason)
+        return Outcome(job_pb2.TASK_STATE_SUCCEEDED, 0)
+
+    async def _run_step(self, argv: list[str], deadline: float | None) -> tuple[int, bool]:
+        """Run one process to completion; returns (exit code, timed out)."""
+        process = await asyncio.create_subprocess_exec(
+            *argv, cwd=self.workdir, env=self.env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        )
+        self.pgid = process.pid
+        self.on_spawn(process.pid, process_start_token(process.pid))
+        assert process.stdout is not None and process.stderr is not None
+        readers = [
+            asyncio.ensure_future(_pump(process.stdout, "stdout", self.sink)),
+            asyncio.ensure_future(_pump(process.stderr, "stderr", self.sink)),
+        ]
+        timed_out = False
+        if self.stop_reason is not None:
+            self._killer = asyncio.ensure_future(_terminate_group(process.pid))
+        remaining = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
+        try:
+            await asyncio.wait_for(process.wait(), remaining)
+        except TimeoutError:
+            timed_out = True
+            _signal_group(process.pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), KILL_GRACE_S)
+        _signal_group(process.pid, signal.SIGKILL)  # leftovers in the group end with the task
+        await process.wait()
+        if self._killer is not None:
+            self._killer.cancel()
+        _, pending = await asyncio.wait(readers, timeout=1.0)
+        for reader in pending:
+            reader.cancel()
+        self.pgid = None
+        return int(process.returncode if process.returncode is not None else -1), timed_out
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _terminate_group(pgid: int) -> None:
+    """SIGTERM the group, then SIGKILL it after ``KILL_GRACE_S`` (if anything is left)."""
+    _signal_group(pgid, signal.SIGTERM)
+    await asyncio.sleep(KILL_GRACE_S)
+    _signal_group(pgid, signal.SIGKILL)
+
+
+async def _pump(stream: asyncio.StreamReader, source: str, sink: OutputSink) -> None:
+    """Forward ``stream`` to ``sink`` line by line (over-long lines are split, a final line
+    without newline is kept, undecodable bytes are replaced)."""
+    pending = b""
+    while chunk := await stream.read(_READ_CHUNK):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            _emit(line, source, sink)
+        while len(pending) > MAX_LINE_CHARS:
+            _emit(pending[:MAX_LINE_CHARS], source, sink)
+            pending = pending[MAX_LINE_CHARS:]
+    if pending:
+        _emit(pending, source, sink)
+
+
+def _emit(raw: bytes, source: str, sink: OutputSink) -> None:
+    text = raw.decode("utf-8", errors="replace").removesuffix("\r")
+    for start in range(0, max(len(text), 1), MAX_LINE_CHARS):
+        sink(source, text[start:start + MAX_LINE_CHARS])

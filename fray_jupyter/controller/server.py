@@ -1,0 +1,152 @@
+"""Start-up and shutdown: ``python -m fray_jupyter.controller`` (and ``fray-jupyter controller``).
+
+Runs in the foreground: opens the store under the state dir, recovers from the previous run
+(see ``engine``), serves Connect (HTTP/1.1, uvicorn) and native gRPC on 127.0.0.1 by default,
+and — only once both accept connections — writes the runtime file (mode 0600) and prints one
+line with both URLs. SIGTERM or SIGINT stops both servers, ends running tasks (their state
+says the controller stopped), removes the runtime file and exits 0.
+
+The bearer token is ``--token``, else ``$FRAY_CONTROLLER_TOKEN``, else a fresh random one;
+the variable is removed from the environment so task processes never inherit it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Final
+
+import uvicorn
+
+from fray_jupyter.controller import grpc_server
+from fray_jupyter.controller.connect_app import ConnectApp
+from fray_jupyter.controller.engine import Engine
+from fray_jupyter.controller.rpc import invoke_logged
+from fray_jupyter.controller.scheduler import default_slots
+from fray_jupyter.controller.service import ControllerService
+from fray_jupyter.controller.store import Store
+from fray_jupyter.runtime_file import (
+    ControllerInfo,
+    remove_runtime_file,
+    runtime_file_path,
+    state_dir,
+    write_runtime_file,
+)
+
+TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
+_LOG = logging.getLogger("fray_jupyter.controller")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line (see ``--help``)."""
+    parser = argparse.ArgumentParser(
+        prog="fray-jupyter controller",
+        description="Run the embedded Iris-compatible controller in the foreground.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind both servers (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=0, help="Connect (HTTP) port; 0 picks a free one")
+    parser.add_argument("--grpc-port", type=int, default=0, help="native gRPC port; 0 picks a free one")
+    parser.add_argument("--state-dir", type=Path, default=None,
+                        help="store and task work dirs (default: <jupyter data dir>/fray)")
+    parser.add_argument("--runtime-file", type=Path, default=None,
+                        help="where to write URLs and token (default: <jupyter runtime dir>/fray-controller.json)")
+    parser.add_argument("--slots", type=int, default=None,
+                        help="tasks that may run at once (default: max(8, 2 x CPU cores))")
+    parser.add_argument("--token", default=None, help=f"bearer token (default: ${TOKEN_ENV} or a random one)")
+    args = parser.parse_args(argv)
+    if args.slots is not None and args.slots < 1:
+        parser.error("--slots must be at least 1")
+    return args
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: this module owns SIGTERM/SIGINT."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose proto
+    # says TCP; without it every keep-alive response waits 40 ms for a delayed ACK (Nagle).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Run until SIGTERM/SIGINT; returns the exit status."""
+    root = (args.state_dir or state_dir()).expanduser().resolve()
+    runtime_file = (args.runtime_file or runtime_file_path()).expanduser()
+    token = args.token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32)
+    os.environ.pop(TOKEN_ENV, None)
+    store = Store(root / "controller.sqlite3")
+    engine = Engine(store, root / "work", args.slots or default_slots())
+    recovered = engine.recover()
+    invoke = invoke_logged(ControllerService(store, engine, root / "bundles"))
+
+    http_socket = _bind(args.host, args.port)
+    url = f"http://{_url_host(args.host)}:{http_socket.getsockname()[1]}"
+    grpc, grpc_port = grpc_server.create_server(invoke, token, args.host, args.grpc_port)
+    grpc_url = f"grpc://{_url_host(args.host)}:{grpc_port}"
+    engine.controller_url = url
+    config = uvicorn.Config(ConnectApp(invoke, token), lifespan="off", log_level="warning", access_log=False,
+                            timeout_keep_alive=75, loop="none", http="auto")
+    http = _Uvicorn(config)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await grpc.start()
+    http_task = asyncio.ensure_future(http.serve(sockets=[http_socket]))
+    engine_task = asyncio.ensure_future(engine.run())
+    while not http.started and not http_task.done():
+        await asyncio.sleep(0.005)
+    if http_task.done():
+        await grpc.stop(None)
+        return 1
+    write_runtime_file(ControllerInfo(url=url, grpc_url=grpc_url, token=token, pid=os.getpid()), runtime_file)
+    print(f"fray controller: connect={url} grpc={grpc_url} slots={engine.slots} state={root} "
+          f"runtime-file={runtime_file} recovered={recovered}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        remove_runtime_file(os.getpid(), runtime_file)
+        http.should_exit = True
+        await grpc.stop(0.5)
+        await engine.close()
+        engine_task.cancel()
+        await http_task
+        store.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for ``python -m fray_jupyter.controller`` and ``fray-jupyter controller``."""
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    try:
+        return asyncio.run(serve(args))
+    except OSError as error:
+        print(f"fray controller: {error}", file=sys.stderr)
+        return 1

@@ -1,0 +1,241 @@
+"""The transport-free core: one method per ``iris.cluster.ControllerService`` RPC.
+
+Each method takes the request message and returns the response message (our generated
+classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris:
+
+* LaunchJob and ``existing_job_policy`` when the name is taken: ERROR → ALREADY_EXISTS;
+  KEEP → the existing job if it is unfinished, else it is replaced; RECREATE → the existing
+  job is killed (if unfinished) and replaced; UNSPECIFIED → a finished job is replaced, an
+  unfinished one is ALREADY_EXISTS. Replacing deletes the old job's rows and logs.
+* ListJobs: ``limit`` 0 or above 500 means 500 (as the real controller); default sort is by
+  submission date, newest first; ``state_filter`` that names no state gives an empty page.
+* GetTaskLogs: ``id`` is a job id (all tasks) or a task id (``/<user>/<job>/<index>``,
+  optionally ``:<attempt>``). Lines come back grouped per task, in capture order. The
+  response ``cursor`` is the resume point: passing it back returns only lines captured
+  after the ones already seen. ``tail`` returns the newest ``max_total_lines`` (0 → 10,000);
+  ``truncated`` says the cap cut lines off (without ``tail`` the cursor then points just
+  after the last line returned, so paging continues).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Final, cast
+
+from fray_jupyter.controller import validation, views
+from fray_jupyter.controller.engine import Engine, now_ms
+from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.states import (
+    STATE_SORT_ORDER,
+    TERMINAL_JOB_STATES,
+    job_state_from_friendly,
+)
+from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.iris.proto import controller_pb2, job_pb2
+
+C = controller_pb2.Controller
+J = job_pb2
+MAX_LIST_JOBS_LIMIT: Final[int] = 500
+DEFAULT_LOG_LINES: Final[int] = 10_000
+MAX_LOG_LINES: Final[int] = 100_000
+_STATE_ORDER_SQL: Final[str] = (
+    "CASE state " + " ".join(f"WHEN {state} THEN {rank}" for state, rank in STATE_SORT_ORDER.items()) + " ELSE 99 END"
+)
+_SORT_COLUMNS: Final[dict[int, str]] = {
+    C.JOB_SORT_FIELD_DATE: "submitted_ms", C.JOB_SORT_FIELD_NAME: "name", C.JOB_SORT_FIELD_STATE: _STATE_ORDER_SQL,
+    C.JOB_SORT_FIELD_FAILURES: "failure_count", C.JOB_SORT_FIELD_PREEMPTIONS: "preemption_count",
+}
+
+
+def _like_pattern(text: str, *, prefix: bool) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"{escaped}%" if prefix else f"%{escaped}%"
+
+
+class ControllerService:
+    """The RPC methods, over a store and an engine that share one event loop."""
+
+    def __init__(self, store: Store, engine: Engine, bundle_dir: Path) -> None:
+        self.store = store
+        self.engine = engine
+        self.bundle_dir = bundle_dir
+
+    # -- jobs -----------------------------------------------------------------------------------
+    def launch_job(self, request: C.LaunchJobRequest) -> C.LaunchJobResponse:
+        """Admit, store and queue a job (see the module rules for an existing name)."""
+        validation.validate_launch(request)
+        job_id = request.name
+        existing = self.store.job(job_id)
+        if existing is not None:
+            if self._keep_existing(existing, request.existing_job_policy):
+                return C.LaunchJobResponse(job_id=job_id)
+            self.engine.forget(job_id)
+            self.store.delete_job(job_id)
+        stored = C.LaunchJobRequest()
+        stored.CopyFrom(request)
+        stored.ClearField("bundle_blob")
+        bundle_path = ""
+        if request.bundle_blob:
+            digest = hashlib.sha256(request.bundle_blob).hexdigest()
+            stored.bundle_id = stored.bundle_id or digest
+            bundle_path = str(self._save_bundle(digest, request.bundle_blob))
+        user, _ = validation.split_job_id(job_id)
+        job = JobRow(
+            id=0, job_id=job_id, name=job_id.lower(), user=user, state=J.JOB_STATE_PENDING,
+            submitted_ms=now_ms(), started_ms=None, finished_ms=None, error="", exit_code=None,
+            status_message=views.emulation_note(request.resources), replicas=request.replicas,
+            coscheduled=int(request.HasField("coscheduling")), max_retries_failure=request.max_retries_failure,
+            max_task_failures=request.max_task_failures, timeout_ms=request.timeout.milliseconds or None,
+            scheduling_timeout_ms=request.scheduling_timeout.milliseconds or None, failure_count=0,
+            preemption_count=0, request=stored.SerializeToString(),
+            resources=request.resources.SerializeToString(), bundle_path=bundle_path,
+        )
+        with self.store.transaction():
+            self.store.insert_job(job)
+        self.engine.submit(job)
+        return C.LaunchJobResponse(job_id=job_id)
+
+    def _keep_existing(self, existing: JobRow, policy: int) -> bool:
+        """Apply ``existing_job_policy`` to a taken name: True to answer with the existing job,
+        False to replace it, or raise ALREADY_EXISTS."""
+        finished = existing.state in TERMINAL_JOB_STATES
+        state = J.JobState.Name(existing.state)
+        if policy == J.EXISTING_JOB_POLICY_ERROR:
+            raise RpcError(Code.ALREADY_EXISTS, f"Job {existing.job_id} already exists (state={state})")
+        if policy == J.EXISTING_JOB_POLICY_KEEP:
+            return not finished
+        if policy == J.EXISTING_JOB_POLICY_RECREATE:
+            if not finished:
+                self.engine.terminate(existing.job_id, "Replaced by new submission")
+            return False
+        if not finished:
+            raise RpcError(Code.ALREADY_EXISTS, f"Job {existing.job_id} already exists and is still running")
+        return False
+
+    def _save_bundle(self, digest: str, blob: bytes) -> Path:
+        path = self.bundle_dir / f"{digest}.zip"
+        if not path.exists():
+            self.bundle_dir.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(".tmp")
+            temporary.write_bytes(blob)
+            temporary.replace(path)
+        return path
+
+    def get_job_status(self, request: C.GetJobStatusRequest) -> C.GetJobStatusResponse:
+        """The job's status and the request it was launched with (without file payloads)."""
+        job = self._job(request.job_id)
+        counts = self.store.task_state_counts([job.job_id])[job.job_id]
+        launched = C.LaunchJobRequest.FromString(job.request)
+        launched.entrypoint.ClearField("workdir_files")
+        return C.GetJobStatusResponse(
+            job=views.job_status(job, counts, self.engine.pending_reason(job.job_id)), request=launched
+        )
+
+    def get_job_state(self, request: C.GetJobStateRequest) -> C.GetJobStateResponse:
+        """States of the known ids among ``job_ids`` (unknown ids are left out)."""
+        states = cast(dict[str, J.JobState], self.store.job_states(list(request.job_ids)))
+        return C.GetJobStateResponse(states=states)
+
+    def terminate_job(self, request: C.TerminateJobRequest) -> J.Empty:
+        """Kill every unfinished task of the job; a finished job is left as it is."""
+        job = self._job(request.job_id)
+        if job.state not in TERMINAL_JOB_STATES:
+            self.engine.terminate(job.job_id, "Terminated by user")
+        return J.Empty()
+
+    def list_jobs(self, request: C.ListJobsRequest) -> C.ListJobsResponse:
+        """One page of jobs matching ``request.query``."""
+        query = request.query
+        if query.scope == C.JOB_QUERY_SCOPE_CHILDREN and not query.parent_job_id:
+            raise RpcError(Code.INVALID_ARGUMENT, "query.parent_job_id is required for JOB_QUERY_SCOPE_CHILDREN")
+        limit = query.limit if 0 < query.limit <= MAX_LIST_JOBS_LIMIT else MAX_LIST_JOBS_LIMIT
+        offset = max(query.offset, 0)
+        conditions: list[str] = []
+        params: list[Any] = []
+        if query.state_filter:
+            state = job_state_from_friendly(query.state_filter)
+            if state is None:
+                return C.ListJobsResponse()
+            conditions.append("state = ?")
+            params.append(state)
+        if query.scope == C.JOB_QUERY_SCOPE_CHILDREN:
+            conditions.append("0")  # the embedded controller runs root jobs only
+        for column, text, prefix in (("name", query.name_filter.lower(), False),
+                                     ("job_id", query.job_id_prefix, True)):
+            if text:
+                conditions.append(f"{column} LIKE ? ESCAPE '\\'")
+                params.append(_like_pattern(text, prefix=prefix))
+        field = query.sort_field or C.JOB_SORT_FIELD_DATE
+        direction = query.sort_direction or (
+            C.SORT_DIRECTION_DESC if field == C.JOB_SORT_FIELD_DATE else C.SORT_DIRECTION_ASC)
+        word = "DESC" if direction == C.SORT_DIRECTION_DESC else "ASC"
+        order = f"{_SORT_COLUMNS.get(field, 'submitted_ms')} {word}, id {word}"
+        rows, total = self.store.query_jobs(" AND ".join(conditions) or "1", params, order, limit, offset)
+        counts = self.store.task_state_counts([row.job_id for row in rows])
+        jobs = [views.job_status(row, counts[row.job_id], self.engine.pending_reason(row.job_id)) for row in rows]
+        return C.ListJobsResponse(jobs=jobs, total_count=total, has_more=offset + limit < total)
+
+    # -- tasks ----------------------------------------------------------------------------------
+    def list_tasks(self, request: C.ListTasksRequest) -> C.ListTasksResponse:
+        """Every task of the job, in index order, with its attempts."""
+        job = self._job(request.job_id)
+        attempts = self.store.attempts(job.job_id)
+        reason = self.engine.pending_reason(job.job_id)
+        return C.ListTasksResponse(tasks=[
+            views.task_status(job, task, [a for a in attempts if a.idx == task.idx], reason)
+            for task in self.store.tasks(job.job_id)
+        ])
+
+    def get_task_status(self, request: C.GetTaskStatusRequest) -> C.GetTaskStatusResponse:
+        """One task's status and the job's per-task resources."""
+        job, idx, _ = self._resolve(request.task_id, allow_job=False)
+        assert idx is not None
+        task = self.store.task(job.job_id, idx)
+        assert task is not None
+        status = views.task_status(job, task, self.store.attempts(job.job_id, idx),
+                                   self.engine.pending_reason(job.job_id))
+        response = C.GetTaskStatusResponse(task=status)
+        response.job_resources.ParseFromString(job.resources)
+        return response
+
+    def get_task_logs(self, request: C.GetTaskLogsRequest) -> C.GetTaskLogsResponse:
+        """Captured lines of a job or task (see the module rules for cursor and tail)."""
+        job, idx, attempt = self._resolve(request.id, allow_job=True)
+        if request.HasField("attempt_id") and request.attempt_id >= 0:
+            attempt = request.attempt_id
+        limit = min(request.max_total_lines or DEFAULT_LOG_LINES, MAX_LOG_LINES)
+        newest_id = self.store.last_log_id(job.job_id)
+        rows = self.store.read_logs(
+            job.job_id, idx=idx, after_id=max(request.cursor, 0), since_ms=request.since_ms,
+            substring=request.substring, attempt=attempt, limit=limit + 1, newest=request.tail,
+        )
+        truncated = len(rows) > limit
+        if truncated:
+            rows = rows[1:] if request.tail else rows[:limit]
+        cursor = rows[-1].id if truncated and not request.tail else max(newest_id, request.cursor)
+        indices = [idx] if idx is not None else range(job.replicas)
+        batches = {index: C.TaskLogBatch(task_id=f"{job.job_id}/{index}", worker_id="") for index in indices}
+        for row in rows:
+            batches[row.idx].logs.append(views.log_entry(row))
+        return C.GetTaskLogsResponse(task_logs=list(batches.values()), truncated=truncated, cursor=cursor)
+
+    # -- lookups --------------------------------------------------------------------------------
+    def _job(self, job_id: str) -> JobRow:
+        job = self.store.job(job_id) if job_id else None
+        if job is None:
+            raise RpcError(Code.NOT_FOUND, f"Job {job_id} not found" if job_id else "job_id is required")
+        return job
+
+    def _resolve(self, some_id: str, *, allow_job: bool) -> tuple[JobRow, int | None, int | None]:
+        """A job id (when allowed) or a task id ``<job id>/<index>[:<attempt>]`` →
+        (job, task index or None, attempt or None); NOT_FOUND when nothing matches."""
+        if allow_job and (job := self.store.job(some_id)) is not None:
+            return job, None, None
+        head, _, tail = some_id.rpartition("/")
+        index_text, _, attempt_text = tail.partition(":")
+        job = self.store.job(head) if head and index_text.isdigit() else None
+        if job is None or int(index_text) >= job.replicas or (attempt_text and not attempt_text.isdigit()):
+            kind = "Job or task" if allow_job else "Task"
+            raise RpcError(Code.NOT_FOUND, f"{kind} {some_id} not found")
+        return job, int(index_text), int(attempt_text) if attempt_text else None

@@ -1,0 +1,377 @@
+"""SQLite persistence for the embedded controller: jobs, tasks, attempts and log lines.
+
+One file, ``<state dir>/controller.sqlite3`` (created 0600: it holds jobs' env vars), in WAL mode with ``synchronous=NORMAL``: a
+committed transaction survives the controller being killed (even ``kill -9``); only a power
+loss can drop the last few. The store is used from one thread (the controller's event loop);
+every method is one short statement or one transaction. Log lines arrive in batches
+(``append_logs``) so a chatty task costs one commit per batch, not per line.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Final
+
+from fray_jupyter.iris.proto import job_pb2
+
+SCHEMA: Final[str] = """
+CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  user TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  submitted_ms INTEGER NOT NULL,
+  started_ms INTEGER,
+  finished_ms INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  exit_code INTEGER,
+  status_message TEXT NOT NULL DEFAULT '',
+  replicas INTEGER NOT NULL,
+  coscheduled INTEGER NOT NULL,
+  max_retries_failure INTEGER NOT NULL,
+  max_task_failures INTEGER NOT NULL,
+  timeout_ms INTEGER,
+  scheduling_timeout_ms INTEGER,
+  failure_count INTEGER NOT NULL DEFAULT 0,
+  preemption_count INTEGER NOT NULL DEFAULT 0,
+  request BLOB NOT NULL,
+  resources BLOB NOT NULL,
+  bundle_path TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS jobs_by_date ON jobs (submitted_ms, id);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, submitted_ms, id);
+CREATE INDEX IF NOT EXISTS jobs_by_name ON jobs (name);
+CREATE TABLE IF NOT EXISTS tasks (
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT -1,
+  failure_count INTEGER NOT NULL DEFAULT 0,
+  preemption_count INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  started_ms INTEGER,
+  finished_ms INTEGER,
+  PRIMARY KEY (job_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attempts (
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  uid TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  exit_code INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  started_ms INTEGER,
+  finished_ms INTEGER,
+  pid INTEGER,
+  pgid INTEGER,
+  proc_start TEXT NOT NULL DEFAULT '',
+  workdir TEXT NOT NULL DEFAULT '',
+  worker_failure INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id, idx, attempt)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS attempts_live ON attempts (finished_ms) WHERE finished_ms IS NULL;
+CREATE TABLE IF NOT EXISTS logs (
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  ts_ms INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS logs_by_job ON logs (job_id, id);
+"""
+
+
+@dataclass
+class JobRow:
+    """One job as stored; ``request`` is the serialized LaunchJobRequest without its bundle."""
+
+    id: int
+    job_id: str
+    name: str
+    user: str
+    state: int
+    submitted_ms: int
+    started_ms: int | None
+    finished_ms: int | None
+    error: str
+    exit_code: int | None
+    status_message: str
+    replicas: int
+    coscheduled: int
+    max_retries_failure: int
+    max_task_failures: int
+    timeout_ms: int | None
+    scheduling_timeout_ms: int | None
+    failure_count: int
+    preemption_count: int
+    request: bytes
+    resources: bytes
+    bundle_path: str
+
+
+@dataclass
+class TaskRow:
+    """One task (replica) of a job; ``attempt`` is the current attempt id (-1: none yet)."""
+
+    job_id: str
+    idx: int
+    state: int
+    attempt: int
+    failure_count: int
+    preemption_count: int
+    exit_code: int | None
+    error: str
+    started_ms: int | None
+    finished_ms: int | None
+
+
+@dataclass
+class AttemptRow:
+    """One run of a task; ``pid``/``pgid``/``proc_start`` identify its live process group."""
+
+    job_id: str
+    idx: int
+    attempt: int
+    uid: str
+    state: int
+    exit_code: int | None
+    error: str
+    started_ms: int | None
+    finished_ms: int | None
+    pid: int | None
+    pgid: int | None
+    proc_start: str
+    workdir: str
+    worker_failure: int
+
+
+@dataclass
+class LogRow:
+    """One captured output line (without its newline)."""
+
+    id: int
+    job_id: str
+    idx: int
+    attempt: int
+    ts_ms: int
+    source: str
+    data: str
+
+
+def _columns(row_type: type[Any]) -> str:
+    return ", ".join(field.name for field in fields(row_type))
+
+
+_JOB_COLUMNS: Final[str] = _columns(JobRow)
+_TASK_COLUMNS: Final[str] = _columns(TaskRow)
+_ATTEMPT_COLUMNS: Final[str] = _columns(AttemptRow)
+_LOG_COLUMNS: Final[str] = _columns(LogRow)
+
+
+class Store:
+    """The controller's tables (see ``SCHEMA``). Methods name what they read or change."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.path = path
+        path.touch(mode=0o600, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        """Close the connection (the WAL is checkpointed by SQLite)."""
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes into one atomic commit (nesting is not supported)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- jobs ---------------------------------------------------------------------------------
+    def insert_job(self, job: JobRow) -> JobRow:
+        """Insert ``job`` and its ``job.replicas`` PENDING tasks; returns it with its row id."""
+        values = [getattr(job, field.name) for field in fields(JobRow)][1:]
+        cursor = self._db.execute(
+            f"INSERT INTO jobs ({_JOB_COLUMNS.removeprefix('id, ')}) VALUES ({', '.join('?' * len(values))})",
+            values,
+        )
+        job.id = int(cursor.lastrowid or 0)
+        self._db.executemany(
+            "INSERT INTO tasks (job_id, idx, state) VALUES (?, ?, ?)",
+            [(job.job_id, index, job_pb2.TASK_STATE_PENDING) for index in range(job.replicas)],
+        )
+        return job
+
+    def delete_job(self, job_id: str) -> None:
+        """Forget a job with its tasks, attempts and logs."""
+        for table in ("logs", "attempts", "tasks", "jobs"):
+            self._db.execute(f"DELETE FROM {table} WHERE job_id = ?", (job_id,))
+
+    def job(self, job_id: str) -> JobRow | None:
+        """The job with this id, or None."""
+        row = self._db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return JobRow(*row) if row else None
+
+    def jobs_in_states(self, states: Iterable[int]) -> list[JobRow]:
+        """Jobs in any of ``states``, oldest submission first."""
+        marks = ", ".join("?" * len(states := list(states)))
+        rows = self._db.execute(
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE state IN ({marks}) ORDER BY id", states
+        ).fetchall()
+        return [JobRow(*row) for row in rows]
+
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, int]:
+        """``job_id → state`` for the known ids among ``job_ids``."""
+        result: dict[str, int] = {}
+        for start in range(0, len(job_ids), 500):
+            chunk = list(job_ids[start:start + 500])
+            marks = ", ".join("?" * len(chunk))
+            result.update(self._db.execute(
+                f"SELECT job_id, state FROM jobs WHERE job_id IN ({marks})", chunk
+            ).fetchall())
+        return result
+
+    def update_job(self, job_id: str, **values: Any) -> None:
+        """Set the given columns of one job."""
+        assignments = ", ".join(f"{name} = ?" for name in values)
+        self._db.execute(f"UPDATE jobs SET {assignments} WHERE job_id = ?", [*values.values(), job_id])
+
+    def query_jobs(
+        self, where: str, params: Sequence[Any], order: str, limit: int, offset: int
+    ) -> tuple[list[JobRow], int]:
+        """One page of jobs matching the SQL condition ``where`` (built by the caller from
+        fixed fragments, values in ``params``) in ``order``, and the count before paging."""
+        total = self._db.execute(f"SELECT count(*) FROM jobs WHERE {where}", params).fetchone()[0]
+        rows = self._db.execute(
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        ).fetchall()
+        return [JobRow(*row) for row in rows], int(total)
+
+    def task_state_counts(self, job_ids: Sequence[str]) -> dict[str, dict[int, int]]:
+        """``job_id → {task state → count}`` for each of ``job_ids``."""
+        result: dict[str, dict[int, int]] = {job_id: {} for job_id in job_ids}
+        for start in range(0, len(job_ids), 500):
+            chunk = list(job_ids[start:start + 500])
+            marks = ", ".join("?" * len(chunk))
+            for job_id, state, count in self._db.execute(
+                f"SELECT job_id, state, count(*) FROM tasks WHERE job_id IN ({marks}) GROUP BY job_id, state",
+                chunk,
+            ):
+                result[job_id][state] = count
+        return result
+
+    # -- tasks and attempts -------------------------------------------------------------------
+    def tasks(self, job_id: str) -> list[TaskRow]:
+        """The tasks of a job in index order."""
+        rows = self._db.execute(
+            f"SELECT {_TASK_COLUMNS} FROM tasks WHERE job_id = ? ORDER BY idx", (job_id,)
+        ).fetchall()
+        return [TaskRow(*row) for row in rows]
+
+    def task(self, job_id: str, idx: int) -> TaskRow | None:
+        """One task, or None."""
+        row = self._db.execute(
+            f"SELECT {_TASK_COLUMNS} FROM tasks WHERE job_id = ? AND idx = ?", (job_id, idx)
+        ).fetchone()
+        return TaskRow(*row) if row else None
+
+    def update_task(self, job_id: str, idx: int, **values: Any) -> None:
+        """Set the given columns of one task."""
+        assignments = ", ".join(f"{name} = ?" for name in values)
+        self._db.execute(
+            f"UPDATE tasks SET {assignments} WHERE job_id = ? AND idx = ?", [*values.values(), job_id, idx]
+        )
+
+    def insert_attempt(self, attempt: AttemptRow) -> None:
+        """Record a new attempt."""
+        values = [getattr(attempt, field.name) for field in fields(AttemptRow)]
+        self._db.execute(
+            f"INSERT INTO attempts ({_ATTEMPT_COLUMNS}) VALUES ({', '.join('?' * len(values))})", values
+        )
+
+    def update_attempt(self, job_id: str, idx: int, attempt: int, **values: Any) -> None:
+        """Set the given columns of one attempt."""
+        assignments = ", ".join(f"{name} = ?" for name in values)
+        self._db.execute(
+            f"UPDATE attempts SET {assignments} WHERE job_id = ? AND idx = ? AND attempt = ?",
+            [*values.values(), job_id, idx, attempt],
+        )
+
+    def attempts(self, job_id: str, idx: int | None = None) -> list[AttemptRow]:
+        """A job's attempts (or one task's), by task index then attempt id."""
+        sql = f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ?"
+        params: list[Any] = [job_id]
+        if idx is not None:
+            sql += " AND idx = ?"
+            params.append(idx)
+        return [AttemptRow(*row) for row in self._db.execute(sql + " ORDER BY idx, attempt", params)]
+
+    def unfinished_attempts(self) -> list[AttemptRow]:
+        """Attempts with no finish time: the ones that were running when the controller stopped."""
+        rows = self._db.execute(
+            f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE finished_ms IS NULL"
+        ).fetchall()
+        return [AttemptRow(*row) for row in rows]
+
+    # -- logs ---------------------------------------------------------------------------------
+    def append_logs(self, lines: Sequence[tuple[str, int, int, int, str, str]]) -> None:
+        """Insert ``(job_id, idx, attempt, ts_ms, source, data)`` lines in one transaction."""
+        with self.transaction():
+            self._db.executemany(
+                "INSERT INTO logs (job_id, idx, attempt, ts_ms, source, data) VALUES (?, ?, ?, ?, ?, ?)",
+                lines,
+            )
+
+    def read_logs(
+        self,
+        job_id: str,
+        *,
+        idx: int | None,
+        after_id: int,
+        since_ms: int,
+        substring: str,
+        attempt: int | None,
+        limit: int,
+        newest: bool,
+    ) -> list[LogRow]:
+        """Up to ``limit`` lines of a job (or one task) with id > ``after_id``, filtered, in id
+        order; ``newest`` picks the last ``limit`` matches instead of the first."""
+        sql = f"SELECT {_LOG_COLUMNS} FROM logs WHERE job_id = ? AND id > ?"
+        params: list[Any] = [job_id, after_id]
+        for column, value in (("idx", idx), ("attempt", attempt)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        if since_ms:
+            sql += " AND ts_ms > ?"
+            params.append(since_ms)
+        if substring:
+            sql += " AND instr(data, ?) > 0"
+            params.append(substring)
+        sql += f" ORDER BY id {'DESC' if newest else 'ASC'} LIMIT ?"
+        rows = [LogRow(*row) for row in self._db.execute(sql, [*params, limit])]
+        return rows[::-1] if newest else rows
+
+    def last_log_id(self, job_id: str) -> int:
+        """The id of the job's newest line (0 when it has none)."""
+        row = self._db.execute("SELECT max(id) FROM logs WHERE job_id = ?", (job_id,)).fetchone()
+        return int(row[0] or 0)

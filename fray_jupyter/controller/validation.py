@@ -1,0 +1,76 @@
+"""Admission checks for ``LaunchJob``: a request that fails one is refused with
+INVALID_ARGUMENT and a message that says what to change; nothing is stored."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from pathlib import PurePosixPath
+from typing import Final
+
+from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.iris.proto import controller_pb2
+
+MAX_BUNDLE_SIZE_BYTES: Final[int] = 25 * 1024 * 1024
+MAX_REPLICAS_PER_JOB: Final[int] = 10_000
+_COMPONENT: Final[re.Pattern[str]] = re.compile(r"[^\s/]{1,200}")
+
+
+def split_job_id(job_id: str) -> tuple[str, str]:
+    """``"/alice/train"`` → ``("alice", "train")``. The embedded controller accepts root jobs
+    only: exactly two non-empty components without whitespace, neither ``.`` nor ``..``."""
+    parts = job_id.split("/")
+    if (len(parts) != 3 or parts[0] != "" or not all(_COMPONENT.fullmatch(part) for part in parts[1:])
+            or any(part in (".", "..") for part in parts[1:])):
+        raise RpcError(
+            Code.INVALID_ARGUMENT,
+            f"malformed job name {job_id!r}: expected '/<user>/<name>' (two non-empty parts without "
+            "spaces or '/'; nested child jobs are not supported by the embedded controller)",
+        )
+    return parts[1], parts[2]
+
+
+def validate_launch(request: controller_pb2.Controller.LaunchJobRequest) -> None:
+    """Refuse a request the controller could not run as asked (see the messages)."""
+    split_job_id(request.name)
+    if request.replicas < 1:
+        raise RpcError(Code.INVALID_ARGUMENT, f"replicas must be at least 1 (got {request.replicas})")
+    if request.replicas > MAX_REPLICAS_PER_JOB:
+        raise RpcError(Code.INVALID_ARGUMENT,
+                       f"replicas={request.replicas} exceeds the maximum of {MAX_REPLICAS_PER_JOB}")
+    if not request.entrypoint.run_command.argv or not request.entrypoint.run_command.argv[0]:
+        raise RpcError(Code.INVALID_ARGUMENT, "entrypoint.run_command.argv is empty: nothing to run")
+    for field in ("max_retries_failure", "max_retries_preemption", "max_task_failures"):
+        if getattr(request, field) < 0:
+            raise RpcError(Code.INVALID_ARGUMENT, f"{field} must not be negative")
+    for field in ("timeout", "scheduling_timeout"):
+        if getattr(request, field).milliseconds < 0:
+            raise RpcError(Code.INVALID_ARGUMENT, f"{field} must not be negative")
+    for name in request.entrypoint.workdir_files:
+        path = PurePosixPath(name)
+        if not name or path.is_absolute() or ".." in path.parts or "\\" in name:
+            raise RpcError(Code.INVALID_ARGUMENT,
+                           f"workdir file name {name!r} must be a relative path inside the work dir")
+    if request.entrypoint.workdir_file_refs:
+        raise RpcError(Code.INVALID_ARGUMENT,
+                       "workdir_file_refs are not supported by the embedded controller; send workdir_files")
+    _validate_bundle(request.bundle_blob)
+
+
+def _validate_bundle(blob: bytes) -> None:
+    if not blob:
+        return
+    if len(blob) > MAX_BUNDLE_SIZE_BYTES:
+        raise RpcError(
+            Code.INVALID_ARGUMENT,
+            f"Bundle size {len(blob) / 2**20:.1f}MB exceeds maximum {MAX_BUNDLE_SIZE_BYTES // 2**20}MB",
+        )
+    try:
+        with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, ValueError) as error:
+        raise RpcError(Code.INVALID_ARGUMENT, f"bundle_blob is not a zip archive: {error}") from None
+    for name in names:
+        if PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts:
+            raise RpcError(Code.INVALID_ARGUMENT, f"bundle entry {name!r} points outside the work dir")

@@ -1,0 +1,71 @@
+"""The Connect ASGI app in process: codecs, compression, and Connect-style errors."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+
+import httpx
+from google.protobuf.message import Message
+
+from fray_jupyter.controller.connect_app import ConnectApp
+from fray_jupyter.controller.rpc import Code, Method, RpcError
+from fray_jupyter.iris.proto import controller_pb2
+
+C = controller_pb2.Controller
+PATH = "/iris.cluster.ControllerService/GetJobState"
+AUTH = {"authorization": "Bearer secret"}
+
+
+def _invoke(method: Method, request: Message) -> Message:
+    assert method.name == "GetJobState" and isinstance(request, C.GetJobStateRequest)
+    if list(request.job_ids) == ["/boom"]:
+        raise RpcError(Code.NOT_FOUND, "Job /boom not found")
+    return C.GetJobStateResponse(states={job_id: 3 for job_id in request.job_ids})
+
+
+def _post(path: str = PATH, body: bytes = b"", headers: dict[str, str] | None = None,
+          verb: str = "POST") -> httpx.Response:
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=ConnectApp(_invoke, "secret"))
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.request(verb, path, content=body, headers=headers or {})
+
+    return asyncio.run(call())
+
+
+def test_json_and_proto_codecs() -> None:
+    reply = _post(body=b'{"jobIds": ["/a/b"], "unknownField": 1}',
+                  headers={**AUTH, "content-type": "application/json; charset=utf-8"})
+    assert reply.status_code == 200 and reply.headers["content-type"] == "application/json"
+    assert reply.json() == {"states": {"/a/b": "JOB_STATE_RUNNING"}}
+    body = C.GetJobStateRequest(job_ids=["/a/b"]).SerializeToString()
+    reply = _post(body=gzip.compress(body), headers={**AUTH, "content-type": "application/proto",
+                                                     "content-encoding": "gzip"})
+    assert C.GetJobStateResponse.FromString(reply.content).states["/a/b"] == 3
+
+
+def _error(reply: httpx.Response) -> tuple[int, str]:
+    payload = json.loads(reply.content)
+    assert set(payload) == {"code", "message"} and payload["message"]
+    return reply.status_code, payload["code"]
+
+
+def test_errors_follow_the_connect_protocol() -> None:
+    proto = {**AUTH, "content-type": "application/proto"}
+    assert _error(_post(headers={"content-type": "application/proto"})) == (401, "unauthenticated")
+    assert _error(_post(body=b"\xff\xff", headers=proto)) == (400, "invalid_argument")
+    assert _error(_post(body=b"{", headers={**AUTH, "content-type": "application/json"})) == (400, "invalid_argument")
+    assert _error(_post(headers={**AUTH, "content-type": "text/plain"})) == (400, "invalid_argument")
+    assert _error(_post(body=b"xx", headers={**proto, "content-encoding": "gzip"})) == (400, "invalid_argument")
+    assert _error(_post(headers={**proto, "content-encoding": "br"})) == (501, "unimplemented")
+    assert _error(_post("/iris.cluster.ControllerService/Nope", headers=proto)) == (501, "unimplemented")
+    assert _error(_post(verb="GET", headers=proto)) == (405, "unimplemented")
+    not_found = C.GetJobStateRequest(job_ids=["/boom"]).SerializeToString()
+    assert _error(_post(body=not_found, headers=proto)) == (404, "not_found")
+
+
+def test_health_needs_no_token() -> None:
+    reply = _post("/health", verb="GET")
+    assert reply.status_code == 200 and reply.json() == {"status": "ok"}

@@ -1,0 +1,108 @@
+"""Task processes: steps in order, env, output capture, timeouts, stopping a whole group."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+from fray_jupyter.controller import runner
+from fray_jupyter.controller.runner import Attempt, Outcome, TaskIdentity, task_environment
+from fray_jupyter.iris.proto import job_pb2 as J
+from tests.controller_harness import pid_alive
+
+
+def _attempt(tmp_path: Path, steps: list[list[str]], lines: list[tuple[str, str]], timeout: float | None = None,
+             pids: list[int] | None = None) -> Attempt:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return Attempt(steps=steps, workdir=tmp_path, env=dict(os.environ), timeout_s=timeout,
+                   sink=lambda source, line: lines.append((source, line)),
+                   on_spawn=lambda pid, token: (pids if pids is not None else []).append(pid))
+
+
+def test_steps_run_in_order_and_output_is_captured_line_by_line(tmp_path: Path) -> None:
+    lines: list[tuple[str, str]] = []
+    steps = [["bash", "-c", "echo setup"], ["sh", "-c", "printf 'a\\nb\\r\\n'; printf 'no-newline' >&2"]]
+    outcome = asyncio.run(_attempt(tmp_path, steps, lines).run())
+    assert outcome == Outcome(J.TASK_STATE_SUCCEEDED, 0)
+    assert sorted(lines) == sorted([("stdout", "setup"), ("stdout", "a"), ("stdout", "b"), ("stderr", "no-newline")])
+
+
+def test_long_lines_are_split_and_bad_bytes_replaced(tmp_path: Path) -> None:
+    lines: list[tuple[str, str]] = []
+    size = runner.MAX_LINE_CHARS + 10
+    steps = [["python3", "-c", f"import sys; sys.stdout.buffer.write(b'x' * {size} + b'\\n\\xff\\n')"]]
+    asyncio.run(_attempt(tmp_path, steps, lines).run())
+    assert [len(text) for _, text in lines] == [runner.MAX_LINE_CHARS, 10, 1]
+    assert lines[-1][1] == "\ufffd"
+
+
+def test_a_failing_step_stops_the_attempt(tmp_path: Path) -> None:
+    lines: list[tuple[str, str]] = []
+    outcome = asyncio.run(_attempt(tmp_path, [["sh", "-c", "exit 4"], ["echo", "never"]], lines).run())
+    assert outcome.state == J.TASK_STATE_FAILED and outcome.exit_code == 4 and "setup command 1" in outcome.error
+    missing = asyncio.run(_attempt(tmp_path, [["/no/such/binary"]], lines).run())
+    assert missing.state == J.TASK_STATE_FAILED and "could not start" in missing.error
+    assert lines == []
+
+
+def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
+    pids: list[int] = []
+    lines: list[tuple[str, str]] = []
+    started = time.monotonic()
+    outcome = asyncio.run(_attempt(tmp_path, [["sh", "-c", "sleep 30 & echo child=$!; wait"]], lines,
+                                   timeout=0.3, pids=pids).run())
+    assert outcome.timed_out and outcome.state == J.TASK_STATE_FAILED
+    assert time.monotonic() - started < 3
+    _gone(int(lines[0][1].removeprefix("child=")))
+    _gone(pids[0])
+
+
+def test_stop_escalates_to_sigkill_after_the_grace(tmp_path: Path) -> None:
+    async def scenario() -> tuple[Outcome, float]:
+        attempt = _attempt(tmp_path, [["sh", "-c", "trap '' TERM; echo ready; sleep 30"]], lines)
+        task = asyncio.ensure_future(attempt.run())
+        while not lines:
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        attempt.stop("Terminated by user")
+        outcome = await task
+        return outcome, time.monotonic() - started
+
+    lines: list[tuple[str, str]] = []
+    outcome, took = asyncio.run(scenario())
+    assert outcome == Outcome(J.TASK_STATE_KILLED, None, "Terminated by user")
+    assert runner.KILL_GRACE_S <= took < runner.KILL_GRACE_S + 1
+
+
+def test_leftover_processes_in_the_group_end_with_the_task(tmp_path: Path) -> None:
+    lines: list[tuple[str, str]] = []
+    outcome = asyncio.run(_attempt(tmp_path, [["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"]], lines).run())
+    assert outcome.state == J.TASK_STATE_SUCCEEDED
+    _gone(int(lines[0][1]))
+
+
+def _gone(pid: int) -> None:
+    """SIGKILL is delivered asynchronously: allow the kernel a moment."""
+    deadline = time.monotonic() + 1
+    while pid_alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} still alive"
+        time.sleep(0.01)
+
+
+def test_task_environment(tmp_path: Path) -> None:
+    resources = J.ResourceSpecProto(cpu_millicores=4000, memory_bytes=2**30)
+    resources.device.tpu.variant = "v4-8"
+    identity = TaskIdentity("/alice/train", 2, 1, "abc123", 4)
+    env = task_environment(identity, {"MY_VAR": "1", "IRIS_TASK_ID": "user-cannot-override"}, ["uv sync"],
+                           resources, tmp_path, "http://127.0.0.1:9", "bundle-1")
+    assert env["IRIS_TASK_ID"] == "/alice/train/2:1" and env["IRIS_TASK_INDEX"] == "2"
+    assert (env["IRIS_NUM_TASKS"], env["IRIS_JOB_ID"], env["IRIS_ATTEMPT_UID"]) == ("4", "/alice/train", "abc123")
+    assert env["MY_VAR"] == "1" and json.loads(env["IRIS_JOB_ENV"])["MY_VAR"] == "1"
+    assert json.loads(env["IRIS_TASK_RESOURCES"]) == {"cpu_millicores": 4000, "memory_bytes": str(2**30),
+                                                      "device": {"tpu": {"variant": "v4-8"}}}
+    assert env["IRIS_CONTROLLER_URL"] == env["IRIS_CONTROLLER_ADDRESS"] == "http://127.0.0.1:9"
+    assert env["IRIS_WORKDIR"] == str(tmp_path) and env["PYTHONUNBUFFERED"] == "1"
+    assert json.loads(env["IRIS_JOB_SETUP_SCRIPTS"]) == ["uv sync"] and env["IRIS_BUNDLE_ID"] == "bundle-1"

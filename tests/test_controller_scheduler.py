@@ -1,0 +1,50 @@
+"""Placement (first come, first served, with backfill; gangs all or nothing) and reasons."""
+
+from __future__ import annotations
+
+from fray_jupyter.controller.scheduler import (
+    QueuedJob,
+    default_slots,
+    pending_reason,
+    place,
+    unschedulable_reason,
+)
+
+
+def _started(queue: list[QueuedJob], free: int, holding: dict[str, int] | None = None) -> list[tuple[str, list[int]]]:
+    return [(job.job_id, indices) for job, indices in place(queue, free, holding or {})]
+
+
+def test_plain_jobs_fill_free_slots_in_order() -> None:
+    queue = [QueuedJob("/a/one", 1, False, [0, 1, 2]), QueuedJob("/a/two", 2, False, [0])]
+    assert _started(queue, 2) == [("/a/one", [0, 1])]
+    assert _started(queue, 5) == [("/a/one", [0, 1, 2]), ("/a/two", [0])]
+    assert _started(queue, 0) == []
+
+
+def test_a_gang_starts_whole_or_is_skipped_for_backfill() -> None:
+    queue = [QueuedJob("/a/gang", 1, True, [0, 1, 2, 3]), QueuedJob("/a/small", 2, False, [0])]
+    assert _started(queue, 3) == [("/a/small", [0])]
+    assert _started(queue, 5) == [("/a/gang", [0, 1, 2, 3]), ("/a/small", [0])]
+
+
+def test_a_gang_waits_until_its_previous_attempt_released_every_slot() -> None:
+    queue = [QueuedJob("/a/gang", 1, True, [0, 1])]
+    assert _started(queue, 8, {"/a/gang": 1}) == []
+    assert "previous gang attempt" in pending_reason(queue[0], 8, 8, 1, holding=1)
+
+
+def test_only_a_gang_larger_than_the_controller_is_unschedulable() -> None:
+    reason = unschedulable_reason(16, True, 8)
+    assert reason is not None and "--slots 16" in reason and "has 8" in reason
+    assert unschedulable_reason(16, False, 8) is None
+    assert unschedulable_reason(8, True, 8) is None
+
+
+def test_pending_reason_says_what_it_waits_for() -> None:
+    reason = pending_reason(QueuedJob("/a/gang", 1, True, [0, 1, 2, 3]), 1, 4, 3, holding=0)
+    assert "4 free task slots at once" in reason and "1 of 4 slots free" in reason and "--slots" in reason
+
+
+def test_default_slots_fit_an_eight_vm_slice() -> None:
+    assert default_slots() >= 8

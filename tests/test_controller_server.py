@@ -1,0 +1,336 @@
+"""Integration tests: the real controller process on 127.0.0.1, called over both transports.
+
+One controller (6 slots) serves most tests; the restart and shutdown tests start their own.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import signal
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fray_jupyter.controller.rpc import METHODS
+from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2
+from fray_jupyter.resources import ResourceConfig
+from tests.controller_harness import (
+    TERMINAL,
+    ControllerProcess,
+    Wire,
+    WireError,
+    launch_request,
+    pid_alive,
+    start_controller,
+    stop_quietly,
+)
+
+C = controller_pb2.Controller
+J = job_pb2
+SLOTS = 6
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
+    started = start_controller(tmp_path_factory.mktemp("controller"), "--slots", str(SLOTS))
+    yield started
+    stop_quietly(started)
+
+
+@pytest.fixture(params=["connect-proto", "connect-json", "grpc"])
+def wire(request: pytest.FixtureRequest, controller: ControllerProcess) -> Iterator[Wire]:
+    transport, _, codec = request.param.partition("-")
+    opened = controller.wire(transport, codec or "proto")
+    yield opened
+    opened.close()
+
+
+def _task_lines(wire: Wire, job_id: str) -> dict[str, list[str]]:
+    response = wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id))
+    return {batch.task_id: [entry.data for entry in batch.logs] for batch in response.task_logs}
+
+
+def test_four_replica_job_runs_four_processes_with_iris_env(wire: Wire) -> None:
+    name = f"env-{wire.transport}-{wire.codec}"
+    script = ('echo "index=$IRIS_TASK_INDEX id=$IRIS_TASK_ID n=$IRIS_NUM_TASKS job=$IRIS_JOB_ID pid=$$ '
+              'unbuffered=$PYTHONUNBUFFERED"; test "$PWD" = "$IRIS_WORKDIR"; test -x "$IRIS_PYTHON"; '
+              '"$IRIS_PYTHON" -c "import json, os; json.loads(os.environ[\'IRIS_TASK_RESOURCES\'])"')
+    job_id = wire.launch(launch_request(name, script, replicas=4))
+    assert job_id == f"/alice/{name}"
+    final = wire.wait(job_id, TERMINAL)
+    assert final.state == J.JOB_STATE_SUCCEEDED, final
+    assert (final.task_count, final.completed_count, dict(final.task_state_counts)) == (4, 4, {"succeeded": 4})
+    lines = _task_lines(wire, job_id)
+    pids = set()
+    for index in range(4):
+        (line,) = lines[f"{job_id}/{index}"]
+        fields = dict(part.split("=", 1) for part in line.split())
+        assert fields["index"] == str(index) and fields["id"] == f"{job_id}/{index}:0"
+        assert (fields["n"], fields["job"], fields["unbuffered"]) == ("4", job_id, "1")
+        pids.add(fields["pid"])
+    assert len(pids) == 4
+    assert final.submitting_user == "alice" and final.HasField("started_at") and final.HasField("finished_at")
+
+
+def test_failing_task_retries_then_fails(controller: ControllerProcess) -> None:
+    wire = controller.wire()
+    job_id = wire.launch(launch_request(
+        "retry", "echo attempt $IRIS_TASK_ID; exit 3", max_retries_failure=1, max_task_failures=1))
+    final = wire.wait(job_id, TERMINAL)
+    assert final.state == J.JOB_STATE_FAILED and final.failure_count == 2 and final.exit_code == 3
+    (task,) = wire.tasks(job_id)
+    assert [a.state for a in task.attempts] == [J.TASK_STATE_FAILED, J.TASK_STATE_FAILED]
+    assert task.state == J.TASK_STATE_FAILED and "exit code 3" in task.error
+    assert _task_lines(wire, job_id)[f"{job_id}/0"] == [f"attempt {job_id}/0:0", f"attempt {job_id}/0:1"]
+
+
+def test_failure_budget_of_zero_fails_the_job_on_the_first_failed_attempt(controller: ControllerProcess) -> None:
+    """Iris's rule: max_task_failures (default 0) counts failed attempts across the job."""
+    wire = controller.wire()
+    job_id = wire.launch(launch_request("budget", "exit 1", max_retries_failure=3))
+    final = wire.wait(job_id, TERMINAL)
+    assert final.state == J.JOB_STATE_FAILED and final.failure_count == 1
+    assert "max_task_failures" in final.error
+
+
+def test_tpu_v4_32_is_gang_scheduled_as_four_tasks(controller: ControllerProcess) -> None:
+    wire = controller.wire()
+    request = launch_request("tpu", "sleep 0.3", resources=ResourceConfig.with_tpu("v4-32"))
+    assert request.HasField("coscheduling") and request.replicas == 4
+    job_id = wire.launch(request)
+    final = wire.wait(job_id, TERMINAL)
+    assert final.state == J.JOB_STATE_SUCCEEDED and final.task_count == 4
+    assert "emulating v4-32 (4 chips/VM) on this machine's CPU" in final.status_message
+    starts = [task.started_at.epoch_ms for task in wire.tasks(job_id)]
+    assert max(starts) - min(starts) < 1000
+
+
+def test_terminate_stops_a_running_gang_within_two_seconds(controller: ControllerProcess) -> None:
+    wire = controller.wire("grpc")
+    script = "trap '' TERM; echo pid=$$; sleep 60 & wait; sleep 60"
+    job_id = wire.launch(launch_request("stubborn", script, resources=ResourceConfig.with_tpu("v4-32")))
+    wire.wait(job_id, {J.JOB_STATE_RUNNING})
+    deadline = time.monotonic() + 10
+    while len(pids := [line for lines in _task_lines(wire, job_id).values() for line in lines]) < 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    started = time.monotonic()
+    wire.call("TerminateJob", C.TerminateJobRequest(job_id=job_id))
+    assert wire.status(job_id).state == J.JOB_STATE_KILLED
+    process_ids = [int(line.removeprefix("pid=")) for line in pids]
+    while any(pid_alive(pid) for pid in process_ids):
+        assert time.monotonic() - started < 2.0, "task processes still alive 2 s after TerminateJob"
+        time.sleep(0.02)
+    assert {task.state for task in wire.tasks(job_id)} == {J.TASK_STATE_KILLED}
+
+
+def test_impossible_gang_is_unschedulable_with_a_reason(controller: ControllerProcess) -> None:
+    wire = controller.wire()
+    job_id = wire.launch(launch_request("too-big", "true", resources=ResourceConfig.with_tpu("v4-64")))
+    status = wire.status(job_id)
+    assert status.state == J.JOB_STATE_UNSCHEDULABLE
+    assert f"has {SLOTS}" in status.pending_reason and "--slots 8" in status.pending_reason
+
+
+def test_logs_come_back_in_order_by_cursor(controller: ControllerProcess) -> None:
+    wire = controller.wire("connect", "json")
+    job_id = wire.launch(launch_request("chatty", "for i in $(seq 1 40); do echo line-$i; sleep 0.01; done"))
+    seen: list[str] = []
+    cursor = 0
+    while True:
+        done = wire.status(job_id).state in TERMINAL
+        response = wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=f"{job_id}/0", cursor=cursor))
+        seen += [entry.data for batch in response.task_logs for entry in batch.logs]
+        assert response.cursor >= cursor
+        cursor = response.cursor
+        if done:
+            break
+        time.sleep(0.05)
+    assert seen == [f"line-{i}" for i in range(1, 41)]
+    tail = wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id, tail=True, max_total_lines=3))
+    assert [entry.data for entry in tail.task_logs[0].logs] == ["line-38", "line-39", "line-40"]
+    assert tail.truncated
+    found = wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id, substring="line-2"))
+    assert len(found.task_logs[0].logs) == 11
+
+
+@pytest.mark.parametrize("transport", ["connect", "grpc"])
+@pytest.mark.parametrize("token", [None, "wrong-token", "truncated"])
+def test_calls_without_the_right_token_are_refused(controller: ControllerProcess, transport: str,
+                                                   token: str | None) -> None:
+    wire = controller.wire(transport)
+    if token == "truncated":
+        token = controller.info.token[:-1]
+    for method in METHODS:
+        with pytest.raises(WireError) as refused:
+            wire.call(method.name, method.request(), token=token)
+        assert refused.value.code == "unauthenticated"
+        assert refused.value.http_status in (0, 401)
+    wire.close()
+
+
+@pytest.mark.parametrize("transport", ["connect", "grpc"])
+def test_garbage_is_invalid_argument_and_the_server_survives(controller: ControllerProcess, transport: str) -> None:
+    wire = controller.wire(transport)
+    launch = next(method for method in METHODS if method.name == "LaunchJob")
+    send = wire.grpc_raw if transport == "grpc" else wire.connect_raw
+    with pytest.raises(WireError) as refused:
+        send(launch, b"\xff\x00garbage\x01\x02", controller.info.token)
+    assert refused.value.code == "invalid_argument"
+    assert wire.call("ListJobs", C.ListJobsRequest()).total_count >= 0
+    wire.close()
+
+
+def test_bad_requests_are_invalid_argument_or_not_found(controller: ControllerProcess) -> None:
+    wire = controller.wire()
+    malformed, no_replicas = launch_request("ok", "true"), launch_request("ok", "true")
+    malformed.name = "no-slash"
+    no_replicas.replicas = 0
+    cases = {
+        "malformed": malformed,
+        "replicas": no_replicas,
+        "no command": C.LaunchJobRequest(name="/alice/empty", replicas=1),
+        "bundle": launch_request("big", "true", bundle_blob=b"0" * (26 * 2**20)),
+    }
+    for what, request in cases.items():
+        with pytest.raises(WireError) as refused:
+            wire.launch(request)
+        assert refused.value.code == "invalid_argument", what
+        assert refused.value.http_status == 400
+    with pytest.raises(WireError) as missing:
+        wire.status("/alice/never-submitted")
+    assert (missing.value.code, missing.value.http_status) == ("not_found", 404)
+
+
+def test_job_waiting_for_slots_stays_pending_with_a_reason(controller: ControllerProcess) -> None:
+    wire = controller.wire()
+    blockers = [wire.launch(launch_request(f"block-{i}", "sleep 30")) for i in range(SLOTS)]
+    waiting = wire.launch(launch_request("waiting", "true"))
+    try:
+        status = wire.status(waiting)
+        assert status.state == J.JOB_STATE_PENDING
+        assert "free task slot" in status.pending_reason and f"of {SLOTS} slots free" in status.pending_reason
+    finally:
+        for job_id in blockers:
+            wire.call("TerminateJob", C.TerminateJobRequest(job_id=job_id))
+    assert wire.wait(waiting, TERMINAL).state == J.JOB_STATE_SUCCEEDED
+
+
+def test_runtime_file_is_private_and_servers_listen_on_loopback_only(controller: ControllerProcess) -> None:
+    assert stat.S_IMODE(controller.runtime_file.stat().st_mode) == 0o600
+    psutil = pytest.importorskip("psutil")
+    listening = [c for c in psutil.Process(controller.process.pid).net_connections("inet")
+                 if c.status == psutil.CONN_LISTEN]
+    assert len(listening) >= 2
+    for connection in listening:
+        address = ipaddress.ip_address(connection.laddr.ip)
+        mapped = getattr(address, "ipv4_mapped", None)
+        assert str(mapped or address) == "127.0.0.1", connection
+    assert controller.info.url.startswith("http://127.0.0.1:") and controller.info.grpc_url.startswith("grpc://127.0.0.1:")
+
+
+def test_kill_9_with_twenty_jobs_in_flight_then_restart(tmp_path: Path) -> None:
+    first = start_controller(tmp_path / "state", "--slots", "4")
+    wire = first.wire()
+    requests = [launch_request(f"flight-{i}", "echo pid=$$; sleep 30", existing_job_policy=J.EXISTING_JOB_POLICY_KEEP,
+                               scheduling_timeout=time_pb2.Duration(milliseconds=0)) for i in range(20)]
+    job_ids = [wire.launch(request) for request in requests]
+    deadline = time.monotonic() + 10
+    while len(running := [j for j in job_ids if wire.status(j).state == J.JOB_STATE_RUNNING]) < 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # let the running tasks print their pids
+    pids = [int(line.removeprefix("pid=")) for job_id in running for lines in _task_lines(wire, job_id).values()
+            for line in lines]
+    wire.close()
+    first.stop(signal.SIGKILL)
+
+    second = start_controller(tmp_path / "state", "--slots", "4", runtime_file=first.runtime_file)
+    try:
+        wire = second.wire("grpc")
+        listed = wire.call("ListJobs", C.ListJobsRequest(query=C.JobQuery(limit=50)))
+        assert listed.total_count == 20 and {job.job_id for job in listed.jobs} == set(job_ids)
+        for job in listed.jobs:
+            if job.job_id in running:
+                assert job.state == J.JOB_STATE_WORKER_FAILED
+                assert "controller restarted while the task was running" in job.error
+            else:
+                assert job.state in (J.JOB_STATE_PENDING, J.JOB_STATE_RUNNING)
+        assert len(pids) == 4 and not any(pid_alive(pid) for pid in pids)
+        for request in requests:
+            wire.launch(request)
+        assert wire.call("ListJobs", C.ListJobsRequest()).total_count == 20
+        for job_id in job_ids:
+            wire.call("TerminateJob", C.TerminateJobRequest(job_id=job_id))
+        wire.close()
+    finally:
+        stop_quietly(second)
+
+
+def test_sigterm_removes_the_runtime_file_and_ends_running_tasks(tmp_path: Path) -> None:
+    controller = start_controller(tmp_path / "state", "--slots", "2")
+    wire = controller.wire()
+    job_id = wire.launch(launch_request("long", "sleep 30"))
+    wire.wait(job_id, {J.JOB_STATE_RUNNING})
+    wire.close()
+    assert controller.stop() == 0
+    assert not controller.runtime_file.exists()
+    restarted = start_controller(tmp_path / "state", "--slots", "2")
+    try:
+        status = restarted.wire().status(job_id)
+        assert status.state == J.JOB_STATE_WORKER_FAILED and "controller stopped" in status.error
+    finally:
+        stop_quietly(restarted)
+
+
+def test_token_from_the_environment_is_used_and_not_passed_to_tasks(tmp_path: Path) -> None:
+    controller = start_controller(tmp_path / "state", env={"FRAY_CONTROLLER_TOKEN": "s3cret-token"})
+    try:
+        assert controller.info.token == "s3cret-token"
+        wire = controller.wire()
+        job_id = wire.launch(launch_request("leak", 'echo "token=${FRAY_CONTROLLER_TOKEN:-none}"'))
+        wire.wait(job_id, TERMINAL)
+        assert _task_lines(wire, job_id)[f"{job_id}/0"] == ["token=none"]
+        wire.close()
+    finally:
+        stop_quietly(controller)
+
+
+def test_gzip_request_bodies_are_accepted(controller: ControllerProcess) -> None:
+    wire = controller.wire("connect", "json")
+    assert wire.call("ListJobs", C.ListJobsRequest(), gzip_body=True).total_count >= 0
+    wire.close()
+
+
+def test_a_new_state_dir_and_its_database_are_private(tmp_path: Path) -> None:
+    controller = start_controller(tmp_path / "new" / "state", runtime_file=tmp_path / "runtime.json")
+    stop_quietly(controller)
+    assert stat.S_IMODE((tmp_path / "new" / "state").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "new" / "state" / "controller.sqlite3").stat().st_mode) == 0o600
+
+
+def test_a_crash_while_a_terminated_task_ignores_sigterm_still_kills_it_on_restart(tmp_path: Path) -> None:
+    controller = start_controller(tmp_path / "state")
+    wire = controller.wire()
+    job_id = wire.launch(launch_request("ignores-term", "trap '' TERM; echo pid=$$; sleep 60 & wait; sleep 60"))
+    deadline = time.monotonic() + 10
+    while not (lines := _task_lines(wire, job_id)[f"{job_id}/0"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    wire.call("TerminateJob", C.TerminateJobRequest(job_id=job_id))
+    wire.close()
+    controller.stop(signal.SIGKILL)  # inside the SIGTERM grace: the SIGKILL never came
+    pid = int(lines[0].removeprefix("pid="))
+    assert pid_alive(pid)
+    restarted = start_controller(tmp_path / "state", runtime_file=controller.runtime_file)
+    try:
+        assert restarted.wire().status(job_id).state == J.JOB_STATE_KILLED
+        deadline = time.monotonic() + 2
+        while pid_alive(pid):
+            assert time.monotonic() < deadline, "the leftover task survived the restart"
+            time.sleep(0.02)
+    finally:
+        stop_quietly(restarted)

@@ -1,0 +1,243 @@
+"""The transport-free core in process: launch policies, queries, tasks, logs, retries, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+import zipfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from fray_jupyter.controller.engine import Engine
+from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.service import ControllerService
+from fray_jupyter.controller.store import Store
+from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2
+from tests.controller_harness import TERMINAL, launch_request
+
+C = controller_pb2.Controller
+J = job_pb2
+
+
+class Core:
+    """A service with its engine running on the current event loop."""
+
+    def __init__(self, root: Path, slots: int) -> None:
+        self.store = Store(root / "controller.sqlite3")
+        self.engine = Engine(self.store, root / "work", slots)
+        self.service = ControllerService(self.store, self.engine, root / "bundles")
+
+    def launch(self, request: C.LaunchJobRequest) -> str:
+        return self.service.launch_job(request).job_id
+
+    def status(self, job_id: str) -> J.JobStatus:
+        return self.service.get_job_status(C.GetJobStatusRequest(job_id=job_id)).job
+
+    def tasks(self, job_id: str) -> list[J.TaskStatus]:
+        return list(self.service.list_tasks(C.ListTasksRequest(job_id=job_id)).tasks)
+
+    def lines(self, job_id: str) -> list[str]:
+        response = self.service.get_task_logs(C.GetTaskLogsRequest(id=job_id))
+        return [entry.data for batch in response.task_logs for entry in batch.logs]
+
+    async def wait(self, job_id: str, states: set[int] = TERMINAL, timeout: float = 15) -> J.JobStatus:
+        deadline = time.monotonic() + timeout
+        while (status := self.status(job_id)).state not in states:
+            assert time.monotonic() < deadline, status
+            await asyncio.sleep(0.02)
+        return status
+
+
+def run(tmp_path: Path, body: Callable[[Core], Awaitable[None]], slots: int = 4) -> None:
+    async def main() -> None:
+        core = Core(tmp_path, slots)
+        runner = asyncio.ensure_future(core.engine.run())
+        try:
+            await body(core)
+        finally:
+            await core.engine.close()
+            runner.cancel()
+            core.store.close()
+
+    asyncio.run(main())
+
+
+def refused(code: Code, call: Callable[[], object]) -> str:
+    with pytest.raises(RpcError) as error:
+        call()
+    assert error.value.code == code, error.value.message
+    return error.value.message
+
+
+def test_existing_job_policies(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        request = launch_request("policy", "sleep 30")
+        job_id = core.launch(request)
+        first = core.status(job_id).submitted_at.epoch_ms
+        for policy in (J.EXISTING_JOB_POLICY_UNSPECIFIED, J.EXISTING_JOB_POLICY_ERROR):
+            request.existing_job_policy = policy
+            assert "already exists" in refused(Code.ALREADY_EXISTS, lambda: core.launch(request))
+        request.existing_job_policy = J.EXISTING_JOB_POLICY_KEEP
+        assert core.launch(request) == job_id and core.status(job_id).submitted_at.epoch_ms == first
+        await asyncio.sleep(0.01)
+        request.existing_job_policy = J.EXISTING_JOB_POLICY_RECREATE
+        core.launch(request)
+        replaced = core.status(job_id)
+        assert replaced.submitted_at.epoch_ms > first and replaced.state in (J.JOB_STATE_PENDING, J.JOB_STATE_RUNNING)
+        core.service.terminate_job(C.TerminateJobRequest(job_id=job_id))
+        assert core.status(job_id).state == J.JOB_STATE_KILLED
+        for policy in (J.EXISTING_JOB_POLICY_KEEP, J.EXISTING_JOB_POLICY_UNSPECIFIED):  # finished: replaced
+            request.existing_job_policy = policy
+            core.launch(request)
+            assert core.status(job_id).state != J.JOB_STATE_KILLED
+            core.service.terminate_job(C.TerminateJobRequest(job_id=job_id))
+        listed = core.service.list_jobs(C.ListJobsRequest())
+        assert [job.job_id for job in listed.jobs] == [job_id]
+
+    run(tmp_path, body)
+
+
+def test_list_jobs_filters_sorts_and_pages(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        ids = [core.launch(launch_request(name, "true", user="bob")) for name in ("Beta", "alpha", "gamma-x")]
+        for job_id in ids:
+            await core.wait(job_id)
+        core.launch(launch_request("delta", "sleep 30", user="bob"))
+
+        def query(**fields: object) -> C.ListJobsResponse:
+            return core.service.list_jobs(C.ListJobsRequest(query=C.JobQuery(**fields)))
+
+        assert [j.job_id for j in query().jobs] == ["/bob/delta", *reversed(ids)]  # newest first
+        by_name = query(sort_field=C.JOB_SORT_FIELD_NAME, limit=2)
+        assert [j.name for j in by_name.jobs] == ["/bob/alpha", "/bob/beta"]
+        assert (by_name.total_count, by_name.has_more) == (4, True)
+        assert [j.job_id for j in query(sort_field=C.JOB_SORT_FIELD_NAME, offset=3).jobs] == ["/bob/gamma-x"]
+        assert [j.job_id for j in query(name_filter="ALP").jobs] == ["/bob/alpha"]
+        assert query(name_filter="%").total_count == 0
+        assert query(state_filter="succeeded").total_count == 3
+        assert query(state_filter="RUNNING").total_count + query(state_filter="pending").total_count == 1
+        assert query(state_filter="no-such-state").total_count == 0
+        assert query(job_id_prefix="/bob/g").total_count == 1
+        assert query(sort_field=C.JOB_SORT_FIELD_STATE).jobs[0].job_id == "/bob/delta"
+        refused(Code.INVALID_ARGUMENT, lambda: query(scope=C.JOB_QUERY_SCOPE_CHILDREN))
+        states = core.service.get_job_state(C.GetJobStateRequest(job_ids=[ids[0], "/bob/unknown"])).states
+        assert dict(states) == {ids[0]: J.JOB_STATE_SUCCEEDED}
+
+    run(tmp_path, body)
+
+
+def test_reads_of_unknown_jobs_and_tasks_are_not_found(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        job_id = core.launch(launch_request("known", "true", replicas=2))
+        svc = core.service
+        refused(Code.NOT_FOUND, lambda: svc.get_job_status(C.GetJobStatusRequest(job_id="/x/none")))
+        refused(Code.NOT_FOUND, lambda: svc.terminate_job(C.TerminateJobRequest(job_id="")))
+        refused(Code.NOT_FOUND, lambda: svc.list_tasks(C.ListTasksRequest(job_id="/x/none")))
+        refused(Code.NOT_FOUND, lambda: svc.get_task_status(C.GetTaskStatusRequest(task_id=f"{job_id}/2")))
+        refused(Code.NOT_FOUND, lambda: svc.get_task_status(C.GetTaskStatusRequest(task_id=job_id)))
+        refused(Code.NOT_FOUND, lambda: svc.get_task_logs(C.GetTaskLogsRequest(id="/x/none/0")))
+        task = svc.get_task_status(C.GetTaskStatusRequest(task_id=f"{job_id}/1"))
+        assert task.task.task_id == f"{job_id}/1" and task.job_resources.cpu_millicores == 1000
+        await core.wait(job_id)
+
+    run(tmp_path, body)
+
+
+def _zip(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+def test_bundle_workdir_files_and_setup_commands(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        request = launch_request("files", "cat pkg/a.txt b.txt setup.txt; echo $IRIS_BUNDLE_ID",
+                                 bundle_blob=_zip({"pkg/a.txt": "from-bundle\n", "b.txt": "overridden\n"}))
+        request.entrypoint.workdir_files["b.txt"] = b"from-workdir-files\n"
+        request.entrypoint.setup_commands[:] = ["echo set-up > setup.txt", "echo second"]
+        job_id = core.launch(request)
+        assert (await core.wait(job_id)).state == J.JOB_STATE_SUCCEEDED
+        lines = core.lines(job_id)
+        assert lines[:4] == ["second", "from-bundle", "from-workdir-files", "set-up"]
+        assert len(lines[4]) == 64  # sha256 of the bundle, the bundle id
+        launched = core.service.get_job_status(C.GetJobStatusRequest(job_id=job_id)).request
+        assert not launched.bundle_blob and not launched.entrypoint.workdir_files
+
+        failing = launch_request("setup-fails", "echo never")
+        failing.entrypoint.setup_commands[:] = ["exit 7"]
+        job_id = core.launch(failing)
+        final = await core.wait(job_id)
+        assert final.state == J.JOB_STATE_FAILED and "setup command 1 failed with exit code 7" in final.error
+        assert "never" not in core.lines(job_id)
+
+    run(tmp_path, body)
+
+
+def test_timeout_fails_the_task_without_retry(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        job_id = core.launch(launch_request("slow", "sleep 30", timeout=time_pb2.Duration(milliseconds=300),
+                                            max_retries_failure=3, max_task_failures=3))
+        final = await core.wait(job_id)
+        assert final.state == J.JOB_STATE_FAILED and "timeout" in final.error.lower()
+        (task,) = core.tasks(job_id)
+        assert len(task.attempts) == 1 and task.state == J.TASK_STATE_FAILED
+
+    run(tmp_path, body)
+
+
+def test_a_failed_gang_member_restarts_the_whole_gang(tmp_path: Path) -> None:
+    marker = tmp_path / "failed-once"
+    script = f'if [ "$IRIS_TASK_INDEX" = 0 ] && mkdir {marker} 2>/dev/null; then exit 1; fi; sleep 0.5'
+
+    async def body(core: Core) -> None:
+        job_id = core.launch(launch_request(
+            "gang", script, replicas=2, coscheduling=J.CoschedulingConfig(group_by="tpu-name"),
+            max_retries_failure=1, max_task_failures=1))
+        final = await core.wait(job_id)
+        assert final.state == J.JOB_STATE_SUCCEEDED and final.failure_count == 1
+        first, second = core.tasks(job_id)
+        assert [a.state for a in first.attempts] == [J.TASK_STATE_FAILED, J.TASK_STATE_SUCCEEDED]
+        assert [a.state for a in second.attempts] == [J.TASK_STATE_COSCHED_FAILED, J.TASK_STATE_SUCCEEDED]
+        assert "bounced" in second.attempts[0].error
+
+    run(tmp_path, body)
+
+
+def test_log_paging_with_a_line_cap(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        job_id = core.launch(launch_request("pages", "seq 1 5; seq 6 7 >&2"))
+        await core.wait(job_id)
+        await asyncio.sleep(0.1)
+        seen, cursor = [], 0
+        for _ in range(10):
+            page = core.service.get_task_logs(C.GetTaskLogsRequest(id=f"{job_id}/0:0", cursor=cursor,
+                                                                   max_total_lines=2))
+            seen += [(e.source, e.data) for batch in page.task_logs for e in batch.logs]
+            cursor = page.cursor
+            if not page.truncated:
+                break
+        assert [data for _, data in seen] == [str(i) for i in range(1, 8)]
+        assert {source for source, data in seen if data in ("6", "7")} == {"stderr"}
+        assert core.service.get_task_logs(C.GetTaskLogsRequest(id=job_id, cursor=cursor)).task_logs[0].logs == []
+
+    run(tmp_path, body)
+
+
+def test_requested_resources_are_recorded_not_enforced(tmp_path: Path) -> None:
+    from fray_jupyter.resources import ResourceConfig
+
+    async def body(core: Core) -> None:
+        gpu = ResourceConfig.with_gpu("H100", count=8, cpu=32, ram="512g", disk="256g", replicas=2)
+        job_id = core.launch(launch_request("gpu", "true", resources=gpu))
+        final = await core.wait(job_id)
+        assert final.state == J.JOB_STATE_SUCCEEDED
+        assert final.status_message.startswith("emulating 8× H100 per task on this machine's CPU")
+        assert "32 cores, 512 GiB RAM, 256 GiB disk" in final.status_message
+        assert final.resources.device.gpu.count == 8
+
+    run(tmp_path, body)

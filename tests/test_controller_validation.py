@@ -1,0 +1,63 @@
+"""LaunchJob admission: every refusal is INVALID_ARGUMENT with a message naming the problem."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.validation import MAX_BUNDLE_SIZE_BYTES, split_job_id, validate_launch
+from fray_jupyter.iris.proto import controller_pb2, time_pb2
+from tests.controller_harness import launch_request
+
+C = controller_pb2.Controller
+
+
+def _zip(name: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(name, "x")
+    return buffer.getvalue()
+
+
+def _mutations() -> dict[str, tuple[str, object]]:
+    return {
+        "name": ("name", "alice/no-leading-slash"),
+        "nested": ("name", "/alice/parent/child"),
+        "spaces": ("name", "/alice/my job"),
+        "dots": ("name", "/alice/.."),
+        "replicas": ("replicas", 0),
+        "retries": ("max_retries_failure", -1),
+        "bundle size": ("bundle_blob", b"0" * (MAX_BUNDLE_SIZE_BYTES + 1)),
+        "bundle zip": ("bundle_blob", b"not a zip"),
+        "bundle escape": ("bundle_blob", _zip("../evil")),
+    }
+
+
+@pytest.mark.parametrize("case", list(_mutations()))
+def test_bad_fields_are_refused(case: str) -> None:
+    field, value = _mutations()[case]
+    request = launch_request("ok", "true")
+    setattr(request, field, value)
+    with pytest.raises(RpcError) as refused:
+        validate_launch(request)
+    assert refused.value.code == Code.INVALID_ARGUMENT
+    assert refused.value.message
+
+
+def test_missing_command_negative_timeout_and_bad_file_names() -> None:
+    empty = launch_request("ok", "true")
+    empty.entrypoint.run_command.ClearField("argv")
+    late = launch_request("ok", "true", timeout=time_pb2.Duration(milliseconds=-1))
+    escaping = launch_request("ok", "true")
+    escaping.entrypoint.workdir_files["../x"] = b""
+    for request, words in ((empty, "nothing to run"), (late, "timeout"), (escaping, "relative path")):
+        with pytest.raises(RpcError, match=words):
+            validate_launch(request)
+
+
+def test_a_realistic_request_passes_and_names_split() -> None:
+    validate_launch(launch_request("fine", "true", bundle_blob=_zip("pkg/ok.py")))
+    assert split_job_id("/alice/train-1") == ("alice", "train-1")
