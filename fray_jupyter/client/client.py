@@ -1,0 +1,240 @@
+"""``FrayClient``: the Iris ``ControllerService`` verbs, against the embedded controller or a real
+Iris controller alike.
+
+Rules:
+
+* Every verb is one RPC (``follow`` and ``wait`` poll), sent through the ``Transport`` picked by
+  the URL scheme, and fails with a one-line ``FrayError`` naming the URL and the job.
+* Retries: a call the server answered ``unavailable`` (or whose kept-alive connection dropped) is
+  sent again with exponential backoff until ``retry_for`` seconds have passed, but only when
+  sending it twice cannot do harm. Reads and ``TerminateJob`` are idempotent. ``LaunchJob`` is
+  idempotent only under ``existing_job_policy`` KEEP (what Fray and ``plan()`` send): a second
+  send then returns the job the first one created, where ERROR would fail with ALREADY_EXISTS
+  and RECREATE would kill the job just started.
+* Polling (``wait``, ``follow``) backs off from 50 ms to 2 s, so a quick job is seen finishing
+  quickly and a long one costs about one call per 2 s.
+* The class is named for what it serves (Fray jobs); it is not Iris's own ``IrisClient``, which
+  a Marin user may have imported in the same notebook.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Final, NamedTuple, Self, TypeVar
+
+from google.protobuf.message import Message
+
+from fray_jupyter.client.errors import FrayError, JobNotFound
+from fray_jupyter.client.logs import (
+    LOG_SERVICE_PATH,
+    LogPage,
+    LogQuery,
+    fetch_logs_body,
+    from_fetch_logs,
+    from_task_logs,
+    task_logs_request,
+)
+from fray_jupyter.client.transport import ConnectTransport, Transport, open_transport
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.proto.controller_pb2 import Controller
+from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
+from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+from fray_jupyter.planning import Plan
+
+M = TypeVar("M", bound=Message)
+R = TypeVar("R")
+
+TERMINAL_STATES: Final[frozenset[int]] = frozenset({
+    job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED, job_pb2.JOB_STATE_KILLED,
+    job_pb2.JOB_STATE_WORKER_FAILED, job_pb2.JOB_STATE_UNSCHEDULABLE,
+})
+"""Job states that never change again (Iris's ``is_job_finished``)."""
+
+SORT_FIELDS: Final[dict[str, Controller.JobSortField]] = {
+    "date": Controller.JOB_SORT_FIELD_DATE,
+    "name": Controller.JOB_SORT_FIELD_NAME,
+    "state": Controller.JOB_SORT_FIELD_STATE,
+    "failures": Controller.JOB_SORT_FIELD_FAILURES,
+    "preemptions": Controller.JOB_SORT_FIELD_PREEMPTIONS,
+}
+
+POLL_FIRST: Final[float] = 0.05
+POLL_MAX: Final[float] = 2.0
+LOG_DRAIN_GRACE: Final[float] = 0.2
+"""Seconds ``follow`` waits after seeing the job finish before its last fetch: task output reaches
+a real Iris controller's log store asynchronously."""
+
+
+def backoff(first: float = POLL_FIRST, most: float = POLL_MAX) -> Iterator[float]:
+    """Delays ``first, 2*first, 4*first, ...`` capped at ``most``."""
+    delay = first
+    while True:
+        yield delay
+        delay = min(delay * 2, most)
+
+
+class JobPage(NamedTuple):
+    """One page of ``ListJobs``: the jobs, how many matched before paging, whether more follow."""
+
+    jobs: tuple[JobStatus, ...]
+    total: int
+    has_more: bool
+
+
+class FrayClient:
+    """Client of one controller at ``url`` (``http(s)://`` Connect or ``grpc://``) with an optional
+    bearer ``token``. ``timeout`` bounds each RPC; ``retry_for`` bounds the retries of one verb.
+    Thread-safe; use as a context manager or call ``close()``."""
+
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 30.0,
+                 retry_for: float = 10.0) -> None:
+        self.timeout = timeout
+        self.retry_for = retry_for
+        self._transport: Transport = open_transport(url, token)
+        self._log_service: ConnectTransport | None = None  # set once GetTaskLogs was unimplemented
+
+    @property
+    def url(self) -> str:
+        """The controller's URL."""
+        return self._transport.url
+
+    def __repr__(self) -> str:
+        return f"FrayClient({self.url!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection(s)."""
+        self._transport.close()
+
+    # -- verbs ---------------------------------------------------------------------------------
+    def submit(self, plan: Plan) -> str:
+        """Send ``plan.request`` (``LaunchJob``) and return the job id the controller assigned."""
+        request = plan.request
+        keep = request.existing_job_policy == job_pb2.EXISTING_JOB_POLICY_KEEP
+        response = self._call("LaunchJob", request, Controller.LaunchJobResponse,
+                              idempotent=keep, job_id=plan.job_id)
+        return response.job_id
+
+    def status(self, job_id: str) -> JobStatus:
+        """The job's full status (state, error, task counts, pending reason...)."""
+        request = Controller.GetJobStatusRequest(job_id=job_id)
+        return self._call("GetJobStatus", request, Controller.GetJobStatusResponse, job_id=job_id).job
+
+    def state(self, job_ids: Iterable[str]) -> dict[str, job_pb2.JobState]:
+        """``{job id: JobState}`` for each id, in one light call; an unknown id is ``JobNotFound``."""
+        wanted = tuple(job_ids)
+        request = Controller.GetJobStateRequest(job_ids=wanted)
+        states = dict(self._call("GetJobState", request, Controller.GetJobStateResponse).states)
+        missing = [job_id for job_id in wanted if job_id not in states]
+        if missing:
+            raise JobNotFound("no state for this job", url=self.url, method="GetJobState",
+                              code="not_found", job_id=", ".join(missing))
+        return states
+
+    def tasks(self, job_id: str) -> tuple[TaskStatus, ...]:
+        """The job's tasks, by index."""
+        request = Controller.ListTasksRequest(job_id=job_id)
+        return tuple(self._call("ListTasks", request, Controller.ListTasksResponse, job_id=job_id).tasks)
+
+    def logs(self, job_id: str, *, cursor: int = 0, tail: bool = False, max_lines: int = 0,
+             substring: str = "") -> LogPage:
+        """Log rows of every task of the job after ``cursor`` (0: from the start; ``tail``: the
+        newest ``max_lines`` instead of the oldest; 0 lets the server cap), optionally only those
+        containing ``substring``. Pass the returned cursor back to get only newer rows."""
+        query = LogQuery(cursor, tail, max_lines, substring)
+        if self._log_service is None:
+            request = task_logs_request(job_id, query)
+            try:
+                response = self._call("GetTaskLogs", request, Controller.GetTaskLogsResponse, job_id=job_id)
+                return from_task_logs(response, query)
+            except FrayError as error:
+                if error.code != "unimplemented" or not isinstance(self._transport, ConnectTransport):
+                    raise
+                self._log_service = self._transport
+        log_service, body = self._log_service, fetch_logs_body(job_id, query)
+        payload = self._retrying(lambda: log_service.call_json(LOG_SERVICE_PATH, body, self.timeout),
+                                 idempotent=True, job_id=job_id)
+        return from_fetch_logs(job_id, payload, query)
+
+    def follow(self, job_id: str, *, cursor: int = 0, timeout: float | None = None) -> Iterator[LogEntry]:
+        """Yield the job's log rows as they appear, from ``cursor`` on, until the job has finished
+        and its last rows are out. Raises ``TimeoutError`` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delays = backoff()
+        finished = False
+        while True:
+            page = self.logs(job_id, cursor=cursor)
+            yield from page.entries
+            cursor = page.cursor
+            if finished and not page.entries:
+                return
+            if page.entries:
+                delays = backoff()
+            delay = next(delays)
+            if not finished and self._finished(job_id):
+                finished, delay = True, max(delay, LOG_DRAIN_GRACE)
+            _sleep_until(delay, deadline, f"job {job_id} still running after {timeout} s of logs")
+
+    def terminate(self, job_id: str) -> None:
+        """Stop the job and every task of it (the job ends KILLED); a finished job is left as is."""
+        request = Controller.TerminateJobRequest(job_id=job_id)
+        self._call("TerminateJob", request, job_pb2.Empty, job_id=job_id)
+
+    def wait(self, job_id: str, timeout: float | None = None) -> JobStatus:
+        """Poll until the job is in a terminal state and return its final status. Raises
+        ``TimeoutError`` after ``timeout`` seconds (None: wait as long as it takes)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delays = backoff()
+        while not self._finished(job_id):
+            _sleep_until(next(delays), deadline, f"job {job_id} not finished after {timeout} s")
+        return self.status(job_id)
+
+    def list(self, *, name_filter: str = "", state: str = "", sort: str = "date", descending: bool = True,
+             offset: int = 0, limit: int = 50) -> JobPage:
+        """Jobs whose name contains ``name_filter`` (case-insensitive) and whose state is ``state``
+        (e.g. ``"running"``), sorted by ``sort`` (one of ``SORT_FIELDS``), ``limit`` from ``offset``."""
+        if sort not in SORT_FIELDS:
+            raise ValueError(f"sort {sort!r} must be one of {', '.join(SORT_FIELDS)}")
+        direction = Controller.SORT_DIRECTION_DESC if descending else Controller.SORT_DIRECTION_ASC
+        query = Controller.JobQuery(
+            name_filter=name_filter, state_filter=state.lower().removeprefix("job_state_"),
+            sort_field=SORT_FIELDS[sort], sort_direction=direction, offset=offset, limit=limit)
+        response = self._call("ListJobs", Controller.ListJobsRequest(query=query), Controller.ListJobsResponse)
+        return JobPage(tuple(response.jobs), response.total_count, response.has_more)
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _finished(self, job_id: str) -> bool:
+        return self.state([job_id])[job_id] in TERMINAL_STATES
+
+    def _call(self, method: str, request: Message, response_type: type[M], *, idempotent: bool = True,
+              job_id: str | None = None) -> M:
+        return self._retrying(lambda: self._transport.call(method, request, response_type, self.timeout),
+                              idempotent=idempotent, job_id=job_id)
+
+    def _retrying(self, send: Callable[[], R], *, idempotent: bool, job_id: str | None) -> R:
+        deadline, delays = time.monotonic() + self.retry_for, backoff()
+        while True:
+            try:
+                return send()
+            except FrayError as error:
+                error.job_id = error.job_id or job_id
+                delay = next(delays)
+                if not (idempotent and error.retryable) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+
+
+def _sleep_until(delay: float, deadline: float | None, message: str) -> None:
+    """Sleep ``delay`` seconds, or raise ``TimeoutError(message)`` if that passes ``deadline``."""
+    if deadline is not None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(message)
+        delay = min(delay, remaining)
+    time.sleep(delay)

@@ -1,0 +1,84 @@
+"""Task log lines in one shape, whichever controller serves them.
+
+Rule: the client asks the controller's ``GetTaskLogs`` first (the embedded controller serves it).
+A current real Iris controller has no such RPC (``unimplemented``, HTTP 404); it keeps logs in its
+finelog ``LogService``, which it proxies at ``LOG_SERVICE_PATH`` and which speaks Connect JSON. Both
+page by the same cursor: the ``seq`` of the last row already seen, exclusive, and a response's
+cursor is the highest ``seq`` it saw (finelog answers 0 when it saw nothing, so the caller's cursor
+is kept then). Rows come back as ``iris.logging.LogEntry`` with ``key = "<task id>:<attempt>"`` and
+``attempt_id`` filled, and only for the job's own tasks (not its child jobs), in server order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
+
+from google.protobuf import json_format
+
+from fray_jupyter.iris.proto.controller_pb2 import Controller
+from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+
+LOG_SERVICE_PATH: Final[str] = "/proxy/system.log-server/finelog.logging.LogService/FetchLogs"
+
+
+class LogPage(NamedTuple):
+    """Log rows in order, and the cursor to pass back for the rows after them."""
+
+    entries: tuple[LogEntry, ...]
+    cursor: int
+
+
+@dataclass(frozen=True)
+class LogQuery:
+    """Which rows: after ``cursor``; the newest (``tail``) rather than the oldest; at most
+    ``max_lines`` (0: the server's cap); only those containing ``substring`` (empty: all)."""
+
+    cursor: int = 0
+    tail: bool = False
+    max_lines: int = 0
+    substring: str = ""
+
+
+def split_key(key: str) -> tuple[str, int]:
+    """``"/alice/train/0:1"`` -> ``("/alice/train/0", 1)``; a key without an attempt suffix is
+    ``(key, 0)``."""
+    task_id, _, attempt = key.rpartition(":")
+    return (task_id, int(attempt)) if task_id and attempt.isdigit() else (key, 0)
+
+
+def task_logs_request(job_id: str, query: LogQuery) -> Controller.GetTaskLogsRequest:
+    """The ``GetTaskLogs`` request for every attempt of every task of ``job_id``."""
+    return Controller.GetTaskLogsRequest(id=job_id, cursor=query.cursor, tail=query.tail,
+                                         max_total_lines=query.max_lines, substring=query.substring,
+                                         attempt_id=-1)
+
+
+def from_task_logs(response: Controller.GetTaskLogsResponse, query: LogQuery) -> LogPage:
+    """Flatten the per-task batches, filling ``key`` where the server left it empty."""
+    entries = []
+    for batch in response.task_logs:
+        for entry in batch.logs:
+            if not entry.key:
+                entry.key = f"{batch.task_id}:{entry.attempt_id}"
+            entries.append(entry)
+    return LogPage(tuple(entries), max(query.cursor, response.cursor))
+
+
+def fetch_logs_body(job_id: str, query: LogQuery) -> dict[str, Any]:
+    """The finelog ``FetchLogsRequest`` (JSON) for the keys under ``<job id>/``."""
+    return {"source": f"{job_id}/", "matchScope": "MATCH_SCOPE_PREFIX", "cursor": str(query.cursor),
+            "tail": query.tail, "maxLines": query.max_lines, "substring": query.substring}
+
+
+def from_fetch_logs(job_id: str, payload: dict[str, Any], query: LogQuery) -> LogPage:
+    """``LogEntry`` rows of a finelog ``FetchLogsResponse`` (JSON) whose key names a task of
+    ``job_id`` itself; the two ``LogEntry`` messages share field names and numbers."""
+    entries = []
+    for row in payload.get("entries", []):
+        entry = json_format.ParseDict(row, LogEntry(), ignore_unknown_fields=True)
+        task_id, attempt = split_key(entry.key)
+        if task_id.rpartition("/")[0] == job_id:
+            entry.attempt_id = attempt
+            entries.append(entry)
+    return LogPage(tuple(entries), max(query.cursor, int(payload.get("cursor", 0))))

@@ -1,0 +1,209 @@
+"""How one unary RPC reaches a controller: Connect over HTTP/1.1, or native gRPC.
+
+Rule: the URL scheme picks the transport (``TRANSPORTS``): ``http(s)://`` speaks Connect (protobuf
+binary over HTTP/1.1 POST to ``<url>/iris.cluster.ControllerService/<Method>``; what a real Iris
+controller and the embedded one both serve), ``grpc://host:port`` speaks native gRPC (the embedded
+controller only: a real Iris controller refuses HTTP/2). Both send ``authorization: Bearer <token>``
+when a token is given, give up connecting after ``CONNECT_TIMEOUT`` seconds, and turn every failure
+into a one-line ``FrayError`` (``errors.error_for``). Neither retries; the client decides that.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any, Final, Protocol, TypeVar, cast
+from urllib.parse import urlsplit
+
+import grpc
+import httpx
+from google.protobuf.message import Message
+
+from fray_jupyter.client.errors import ControllerUnreachable, FrayError, RpcFailed, error_for
+from fray_jupyter.iris.proto.controller_pb2_grpc import ControllerServiceStub
+
+M = TypeVar("M", bound=Message)
+
+SERVICE: Final[str] = "iris.cluster.ControllerService"
+CONNECT_TIMEOUT: Final[float] = 2.0
+"""Seconds to wait for a TCP connection (Connect) or a ready channel (gRPC) before giving up."""
+
+HTTP_STATUS_CODES: Final[dict[int, str]] = {
+    400: "internal", 401: "unauthenticated", 403: "permission_denied", 404: "unimplemented",
+    429: "unavailable", 502: "unavailable", 503: "unavailable", 504: "unavailable",
+}
+"""Connect's status name for an HTTP error that carries no Connect error JSON (Connect protocol
+spec); any other status is ``unknown``."""
+
+GRPC_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+)
+"""Reconnect quickly after a controller restart (grpcio's defaults wait up to 120 s)."""
+
+
+class Transport(Protocol):
+    """Sends one unary ``ControllerService`` RPC; raises ``FrayError`` on any failure."""
+
+    url: str
+
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
+        """Send ``request`` to RPC ``method`` (e.g. ``"GetJobStatus"``) and return the response."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; the transport must not be used afterwards."""
+        ...
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _connect_status(response: httpx.Response) -> tuple[str, str]:
+    """``(code, message)`` of a Connect error response: its JSON ``{code, message}`` when present,
+    else the code implied by the HTTP status."""
+    try:
+        payload = response.json()
+        if isinstance(payload, dict) and isinstance(payload.get("code"), str):
+            return payload["code"], str(payload.get("message", ""))
+    except ValueError:
+        pass
+    code = HTTP_STATUS_CODES.get(response.status_code, "unknown")
+    return code, f"HTTP {response.status_code} {response.reason_phrase} {response.text}"
+
+
+class ConnectTransport:
+    """Connect unary calls over one pooled, kept-alive HTTP/1.1 client (thread-safe). A loopback
+    URL never goes through a proxy and its sockets set TCP_NODELAY (httpx writes headers and body
+    separately, and Nagle's algorithm must not hold the body back for the server's ACK); any other
+    URL takes proxy and CA settings from the environment, as httpx does by default."""
+
+    def __init__(self, url: str, token: str | None = None) -> None:
+        self.url = url.rstrip("/")
+        headers = {"connect-protocol-version": "1"}
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        if _is_loopback(urlsplit(self.url).hostname or ""):
+            nodelay = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+            self._http = httpx.Client(headers=headers, transport=nodelay, trust_env=False)
+        else:
+            self._http = httpx.Client(headers=headers)
+
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
+        body = self._post(f"/{SERVICE}/{method}", request.SerializeToString(), "application/proto",
+                          method, timeout)
+        return response_type.FromString(body)
+
+    def call_json(self, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Connect call with the JSON codec to any ``path`` on the same host (e.g. the log service
+        that a real Iris controller proxies, whose messages fray-jupyter has no generated code for)."""
+        content = self._post(path, json.dumps(body).encode(), "application/json",
+                             path.rsplit("/", 1)[-1], timeout)
+        return cast(dict[str, Any], json.loads(content))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _post(self, path: str, content: bytes, content_type: str, method: str, timeout: float) -> bytes:
+        limits = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
+        headers = {"content-type": content_type, "connect-timeout-ms": str(max(1, int(timeout * 1000)))}
+        try:
+            response = self._http.post(self.url + path, content=content, headers=headers, timeout=limits)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ControllerUnreachable(str(exc) or type(exc).__name__, url=self.url, method=method,
+                                        code="unavailable") from None
+        except httpx.TimeoutException:
+            raise RpcFailed(f"no answer within {timeout:g} s", url=self.url, method=method,
+                            code="deadline_exceeded") from None
+        except httpx.TransportError as exc:  # a kept-alive connection dropped: the server restarted
+            raise ControllerUnreachable(f"connection lost: {exc or type(exc).__name__}", url=self.url,
+                                        method=method, code="unavailable", retryable=True) from None
+        if response.status_code == 200:
+            return response.content
+        code, message = _connect_status(response)
+        raise error_for(code, message, url=self.url, method=method)
+
+
+class GrpcTransport:
+    """Native gRPC unary calls through the generated ``ControllerServiceStub`` on one channel.
+    The first call waits up to ``CONNECT_TIMEOUT`` for the channel to connect (``_connect``);
+    afterwards an ``UNAVAILABLE`` answer is retryable (the controller is restarting)."""
+
+    def __init__(self, url: str, token: str | None = None) -> None:
+        self.url = url.rstrip("/")
+        target = urlsplit(self.url).netloc
+        if not target:
+            raise ValueError(f"gRPC URL {url!r} must look like grpc://host:port")
+        self._channel = grpc.insecure_channel(target, options=list(GRPC_OPTIONS))
+        self._stub = ControllerServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._connected = False
+
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
+        if not self._connected:
+            self._connect(method, min(timeout, CONNECT_TIMEOUT))
+        try:
+            response = getattr(self._stub, method)(request, timeout=timeout, metadata=self._metadata)
+        except grpc.RpcError as exc:
+            status = cast(grpc.Call, exc)
+            raise _grpc_error(status, url=self.url, method=method) from None
+        return cast(M, response)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def _connect(self, method: str, timeout: float) -> None:
+        """Wait for the channel's first connection: done at READY, refused at the first
+        TRANSIENT_FAILURE (so a closed port fails at once), unreachable after ``timeout``."""
+        settled = threading.Event()
+        seen: list[grpc.ChannelConnectivity] = []
+
+        def watch(state: grpc.ChannelConnectivity) -> None:
+            seen.append(state)
+            if state in (grpc.ChannelConnectivity.READY, grpc.ChannelConnectivity.TRANSIENT_FAILURE):
+                settled.set()
+
+        self._channel.subscribe(watch, try_to_connect=True)
+        try:
+            settled.wait(timeout)
+        finally:
+            self._channel.unsubscribe(watch)
+        if grpc.ChannelConnectivity.READY in seen:
+            self._connected = True
+            return
+        detail = ("connection refused" if grpc.ChannelConnectivity.TRANSIENT_FAILURE in seen
+                  else f"no gRPC connection within {timeout:g} s")
+        raise ControllerUnreachable(detail, url=self.url, method=method, code="unavailable")
+
+
+def _grpc_error(status: grpc.Call, *, url: str, method: str) -> FrayError:
+    code = status.code()
+    return error_for(code.name.lower() if code else "unknown", status.details() or "", url=url, method=method)
+
+
+TRANSPORTS: Final[dict[str, Callable[[str, str | None], Transport]]] = {
+    "http": ConnectTransport,
+    "https": ConnectTransport,
+    "grpc": GrpcTransport,
+}
+
+
+def open_transport(url: str, token: str | None = None) -> Transport:
+    """The transport for ``url``'s scheme (see ``TRANSPORTS``)."""
+    scheme = urlsplit(url).scheme.lower()
+    try:
+        make = TRANSPORTS[scheme]
+    except KeyError:
+        known = ", ".join(f"{name}://" for name in TRANSPORTS)
+        raise ValueError(f"controller URL {url!r} must start with one of {known}") from None
+    return make(url, token)

@@ -1,0 +1,177 @@
+"""client: verbs build the right requests, retry only what is safe to resend, and poll with
+backoff. Uses a scripted in-memory transport registered for the ``fake://`` scheme."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from google.protobuf.message import Message
+
+from fray_jupyter.client import client as client_module
+from fray_jupyter.client.client import FrayClient, backoff
+from fray_jupyter.client.errors import ControllerUnreachable, FrayError, JobNotFound, RpcFailed, error_for
+from fray_jupyter.client.transport import TRANSPORTS
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.proto.controller_pb2 import Controller
+from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+from fray_jupyter.planning import Plan, plan
+from fray_jupyter.resources import Entrypoint, JobRequest
+from fray_jupyter.resources.environment import EnvironmentConfig
+
+URL = "fake://controller"
+Reply = Message | FrayError | Callable[[Message], Message]
+
+
+class FakeTransport:
+    """Answers each method from a per-method script (the last reply repeats); records requests."""
+
+    script: ClassVar[dict[str, list[Reply]]] = {}
+    calls: ClassVar[list[tuple[str, Message]]] = []
+
+    def __init__(self, url: str, token: str | None = None) -> None:
+        self.url = url
+
+    def call(self, method: str, request: Message, response_type: type[Any], timeout: float) -> Any:
+        FakeTransport.calls.append((method, request))
+        replies = FakeTransport.script[method]
+        reply = replies.pop(0) if len(replies) > 1 else replies[0]
+        if isinstance(reply, FrayError):
+            raise reply
+        return reply(request) if callable(reply) else reply
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def client(monkeypatch: pytest.MonkeyPatch) -> Iterator[FrayClient]:
+    monkeypatch.setitem(TRANSPORTS, "fake", FakeTransport)
+    monkeypatch.setattr(client_module, "LOG_DRAIN_GRACE", 0.001)
+    FakeTransport.script, FakeTransport.calls = {}, []
+    with FrayClient(URL, retry_for=0.5) as opened:
+        yield opened
+
+
+def unavailable(retryable: bool = True) -> FrayError:
+    error = error_for("unavailable", "restarting", url=URL, method="x")
+    error.retryable = retryable
+    return error
+
+
+def methods() -> list[str]:
+    return [method for method, _ in FakeTransport.calls]
+
+
+def states(*names: str) -> list[Reply]:
+    return [Controller.GetJobStateResponse(states={"/u/j": getattr(job_pb2, f"JOB_STATE_{n}")}) for n in names]
+
+
+def _plan(tmp_path: Path, policy: str) -> Plan:
+    job = JobRequest(name="j", entrypoint=Entrypoint.from_binary("true"),
+                     environment=EnvironmentConfig(workspace=str(tmp_path), setup_scripts=[]))
+    return plan(job, user="u", existing_job_policy=policy)
+
+
+def test_backoff_doubles_up_to_the_cap() -> None:
+    delays = backoff(0.05, 2.0)
+    assert [next(delays) for _ in range(8)] == [0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0]
+
+
+def test_idempotent_calls_retry_while_unavailable(client: FrayClient) -> None:
+    status = Controller.GetJobStatusResponse(job=job_pb2.JobStatus(job_id="/u/j"))
+    FakeTransport.script["GetJobStatus"] = [unavailable(), unavailable(), status]
+    assert client.status("/u/j").job_id == "/u/j"
+    assert methods() == ["GetJobStatus"] * 3
+
+
+def test_retries_stop_at_the_deadline(client: FrayClient) -> None:
+    FakeTransport.script["GetJobStatus"] = [unavailable()]
+    started = time.monotonic()
+    with pytest.raises(ControllerUnreachable):
+        client.status("/u/j")
+    assert 0.3 < time.monotonic() - started < 1.5
+
+
+def test_not_retryable_errors_are_raised_at_once_with_the_job(client: FrayClient) -> None:
+    FakeTransport.script["GetJobStatus"] = [unavailable(retryable=False)]
+    with pytest.raises(ControllerUnreachable):
+        client.status("/u/j")
+    FakeTransport.script["TerminateJob"] = [error_for("not_found", "Job /u/x not found", url=URL, method="TerminateJob")]
+    with pytest.raises(JobNotFound, match=r"^job /u/x not found on fake://controller"):
+        client.terminate("/u/x")
+    assert methods() == ["GetJobStatus", "TerminateJob"]
+
+
+def test_launch_is_resent_only_under_keep(client: FrayClient, tmp_path: Path) -> None:
+    FakeTransport.script["LaunchJob"] = [unavailable(), Controller.LaunchJobResponse(job_id="/u/j")]
+    assert client.submit(_plan(tmp_path, "keep")) == "/u/j"
+    assert methods() == ["LaunchJob", "LaunchJob"]
+    assert FakeTransport.calls[0][1] == _plan(tmp_path, "keep").request
+
+    for policy in ("error", "recreate"):
+        FakeTransport.calls.clear()
+        FakeTransport.script["LaunchJob"] = [unavailable(), Controller.LaunchJobResponse(job_id="/u/j")]
+        with pytest.raises(ControllerUnreachable):
+            client.submit(_plan(tmp_path, policy))
+        assert methods() == ["LaunchJob"]
+
+
+def test_wait_polls_the_light_state_then_returns_full_status(client: FrayClient) -> None:
+    FakeTransport.script["GetJobState"] = states("PENDING", "RUNNING", "RUNNING", "SUCCEEDED")
+    FakeTransport.script["GetJobStatus"] = [Controller.GetJobStatusResponse(
+        job=job_pb2.JobStatus(job_id="/u/j", state=job_pb2.JOB_STATE_SUCCEEDED))]
+    assert client.wait("/u/j", timeout=5).state == job_pb2.JOB_STATE_SUCCEEDED
+    assert methods() == ["GetJobState"] * 4 + ["GetJobStatus"]
+
+
+def test_wait_times_out(client: FrayClient) -> None:
+    FakeTransport.script["GetJobState"] = states("RUNNING")
+    with pytest.raises(TimeoutError, match="job /u/j not finished after 0.2 s"):
+        client.wait("/u/j", timeout=0.2)
+
+
+def test_state_of_an_unknown_job_is_job_not_found(client: FrayClient) -> None:
+    FakeTransport.script["GetJobState"] = [Controller.GetJobStateResponse()]  # what a real Iris answers
+    with pytest.raises(JobNotFound, match="/u/nope"):
+        client.state(["/u/nope"])
+
+
+def _log_page(cursor: int, *lines: str) -> Controller.GetTaskLogsResponse:
+    entries = [LogEntry(data=line, key="/u/j/0:0") for line in lines]
+    return Controller.GetTaskLogsResponse(cursor=cursor, task_logs=[Controller.TaskLogBatch(task_id="/u/j/0", logs=entries)])
+
+
+def test_follow_yields_new_lines_until_finished_and_drained(client: FrayClient) -> None:
+    pages = {0: _log_page(2, "a", "b"), 2: _log_page(3, "c"), 3: _log_page(3)}
+    late = iter([_log_page(4, "d"), _log_page(4)])  # a line that lands after the job finished
+
+    def logs(request: Message) -> Message:
+        assert isinstance(request, Controller.GetTaskLogsRequest)
+        return pages[request.cursor] if request.cursor < 3 else next(late)
+
+    FakeTransport.script["GetTaskLogs"] = [logs]
+    FakeTransport.script["GetJobState"] = states("RUNNING", "RUNNING", "SUCCEEDED")
+    assert [entry.data for entry in client.follow("/u/j", timeout=5)] == ["a", "b", "c", "d"]
+
+
+def test_logs_do_not_fall_back_without_connect(client: FrayClient) -> None:
+    FakeTransport.script["GetTaskLogs"] = [error_for("unimplemented", "", url=URL, method="GetTaskLogs")]
+    with pytest.raises(RpcFailed, match="unimplemented"):
+        client.logs("/u/j")
+
+
+def test_list_builds_the_query(client: FrayClient) -> None:
+    FakeTransport.script["ListJobs"] = [Controller.ListJobsResponse(
+        jobs=[job_pb2.JobStatus(job_id="/u/j")], total_count=7, has_more=True)]
+    page = client.list(name_filter="tr", state="JOB_STATE_RUNNING", sort="name", descending=False, offset=5, limit=1)
+    assert ([job.job_id for job in page.jobs], page.total, page.has_more) == (["/u/j"], 7, True)
+    query = FakeTransport.calls[0][1].query  # type: ignore[attr-defined]
+    assert (query.name_filter, query.state_filter, query.offset, query.limit) == ("tr", "running", 5, 1)
+    assert query.sort_field == Controller.JOB_SORT_FIELD_NAME
+    assert query.sort_direction == Controller.SORT_DIRECTION_ASC
+    with pytest.raises(ValueError, match="sort 'age' must be one of date, name, state"):
+        client.list(sort="age")

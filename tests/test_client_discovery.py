@@ -1,0 +1,133 @@
+"""discovery: explicit arguments beat the environment, which beats the runtime file; with none, one
+embedded controller is started in the background (fake controllers stand in for it here)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fray_jupyter.client import discovery
+from fray_jupyter.client.discovery import START_TIMEOUT, TOKEN_ENV, URL_ENV, connect, resolve, start_controller
+from fray_jupyter.client.errors import ControllerStartFailed, ControllerUnreachable
+from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file, write_runtime_file
+
+FAKE_CONTROLLER = """
+import os, sys, time
+from pathlib import Path
+from fray_jupyter.runtime_file import ControllerInfo, write_runtime_file
+with open(sys.argv[1], "a") as starts:
+    starts.write("started\\n")
+time.sleep(0.3)  # widen the window in which a second kernel could also start one
+write_runtime_file(ControllerInfo("http://127.0.0.1:1", "grpc://127.0.0.1:2", "tok", os.getpid()), Path(sys.argv[2]))
+time.sleep(60)
+"""
+
+
+@pytest.fixture
+def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path]]:
+    """``(runtime file, state dir)`` under ``tmp_path``, also as the Jupyter defaults; no env."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv(URL_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    yield tmp_path / "runtime" / "fray-controller.json", tmp_path / "data" / "fray"
+    info = read_runtime_file(tmp_path / "runtime" / "fray-controller.json")
+    if info is not None and info.pid != os.getpid():
+        os.killpg(info.pid, signal.SIGKILL)  # a fake controller this test started
+
+
+def use_command(monkeypatch: pytest.MonkeyPatch, script: str, *args: str) -> None:
+    monkeypatch.setattr(discovery, "controller_command",
+                        lambda state, runtime_file: [sys.executable, "-c", script, *args, str(runtime_file)])
+
+
+def test_explicit_arguments_win(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(URL_ENV, "http://env:1")
+    monkeypatch.setenv(TOKEN_ENV, "env-token")
+    assert resolve("grpc://arg:2", "arg-token") == ("grpc://arg:2", "arg-token")
+    assert resolve() == ("http://env:1", "env-token")
+    assert resolve("http://arg:3") == ("http://arg:3", "env-token")
+
+
+def test_runtime_file_is_used_and_its_token_follows_its_urls(dirs: tuple[Path, Path],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime_file, _ = dirs
+    write_runtime_file(ControllerInfo("http://127.0.0.1:5", "grpc://127.0.0.1:6", "file-token", os.getpid()),
+                       runtime_file)
+    assert resolve() == ("http://127.0.0.1:5", "file-token")
+    assert resolve("grpc://127.0.0.1:6") == ("grpc://127.0.0.1:6", "file-token")
+    assert resolve("http://elsewhere:7") == ("http://elsewhere:7", None)
+    monkeypatch.setenv(URL_ENV, "http://127.0.0.1:5/")
+    assert resolve() == ("http://127.0.0.1:5/", "file-token")
+    client = connect()
+    assert client.url == "http://127.0.0.1:5"
+    client.close()
+
+
+def test_no_controller_and_no_start_is_a_clear_error(dirs: tuple[Path, Path]) -> None:
+    with pytest.raises(ControllerUnreachable, match=f"no controller is configured or running.*{URL_ENV}"):
+        resolve(start=False)
+
+
+def test_concurrent_kernels_start_one_controller(dirs: tuple[Path, Path], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    starts = tmp_path / "starts.txt"
+    use_command(monkeypatch, FAKE_CONTROLLER, str(starts))
+    found: list[ControllerInfo] = []
+    threads = [threading.Thread(target=lambda: found.append(start_controller())) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert starts.read_text() == "started\n"
+    assert len({info.pid for info in found}) == 1 and found[0].token == "tok"
+    assert os.getsid(found[0].pid) == found[0].pid  # its own session: outlives the kernel
+    assert resolve() == ("http://127.0.0.1:1", "tok")  # later connects reuse it
+
+
+def test_a_stale_runtime_file_is_replaced(dirs: tuple[Path, Path], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime_file, _ = dirs
+    write_runtime_file(ControllerInfo("http://127.0.0.1:9", "grpc://127.0.0.1:9", "old", 2**22 + 12345), runtime_file)
+    use_command(monkeypatch, FAKE_CONTROLLER, str(tmp_path / "starts.txt"))
+    assert resolve() == ("http://127.0.0.1:1", "tok")
+
+
+def test_a_controller_that_dies_is_reported_with_its_log(dirs: tuple[Path, Path],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    use_command(monkeypatch, "import sys; print('port already taken'); sys.exit(3)")
+    started = time.monotonic()
+    with pytest.raises(ControllerStartFailed) as caught:
+        connect()
+    message = str(caught.value)
+    assert "exited with code 3: port already taken" in message and "controller.log" in message
+    assert "\n" not in message and time.monotonic() - started < 5
+
+
+def test_a_controller_that_never_gets_ready_is_stopped(dirs: tuple[Path, Path],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    use_command(monkeypatch, "import time; print('still booting', flush=True); time.sleep(60)")
+    with pytest.raises(ControllerStartFailed, match=r"no runtime file .* after 0.5 s; last log line: still booting"):
+        start_controller(timeout=0.5)
+    assert all(process.poll() is not None for process in discovery._started)
+
+
+def test_connect_auto_starts_the_embedded_controller_once(dirs: tuple[Path, Path]) -> None:
+    runtime_file, state = dirs
+    started = time.monotonic()
+    with connect() as first:
+        assert first.list().total == 0
+    took = time.monotonic() - started
+    info = read_runtime_file(runtime_file)
+    assert info is not None and first.url == info.url and os.getsid(info.pid) == info.pid
+    assert (state / "controller.log").exists() and took < START_TIMEOUT
+    with connect() as second, connect(info.grpc_url) as over_grpc:
+        assert second.list().total == over_grpc.list().total == 0
+    assert read_runtime_file(runtime_file) == info  # reused, not restarted

@@ -1,0 +1,226 @@
+"""transport: the URL scheme picks Connect or gRPC; both carry the token, fail fast when nobody
+answers, and turn status codes into typed one-line errors. Uses small fake servers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from concurrent import futures
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import grpc
+import pytest
+
+from fray_jupyter.client.errors import (
+    AuthenticationFailed,
+    ControllerUnreachable,
+    FrayError,
+    JobNotFound,
+    RpcFailed,
+)
+from fray_jupyter.client.transport import ConnectTransport, GrpcTransport, open_transport
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.proto.controller_pb2 import Controller
+
+TOKEN = "s3cret"
+STATUS_REQUEST = Controller.GetJobStatusRequest(job_id="/u/j")
+STATUS_RESPONSE = Controller.GetJobStatusResponse(job=job_pb2.JobStatus(job_id="/u/j", state=job_pb2.JOB_STATE_RUNNING))
+
+
+# -- fake Connect server ----------------------------------------------------------------------------
+@dataclass
+class Answer:
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+
+
+@dataclass
+class FakeConnect:
+    """Answers every POST with the next scripted ``Answer``; records what it received."""
+
+    url: str
+    answers: list[Answer] = field(default_factory=list)
+    seen: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture
+def fake_connect() -> Iterator[FakeConnect]:
+    fake = FakeConnect("")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["content-length"]))
+            fake.seen.append({"path": self.path, "headers": dict(self.headers), "body": body,
+                              "peer": self.client_address})
+            answer = fake.answers.pop(0)
+            self.send_response(answer.status)
+            self.send_header("content-type", answer.content_type)
+            self.send_header("content-length", str(len(answer.body)))
+            self.end_headers()
+            self.wfile.write(answer.body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield fake
+    server.shutdown()
+    server.server_close()
+
+
+def test_connect_call_sends_proto_with_token_over_one_connection(fake_connect: FakeConnect) -> None:
+    fake_connect.answers = [Answer(200, STATUS_RESPONSE.SerializeToString(), "application/proto")] * 3
+    transport = ConnectTransport(fake_connect.url + "/", TOKEN)
+    for _ in range(3):
+        assert transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5) == STATUS_RESPONSE
+    transport.close()
+    first = fake_connect.seen[0]
+    assert first["path"] == "/iris.cluster.ControllerService/GetJobStatus"
+    assert first["headers"]["authorization"] == f"Bearer {TOKEN}"
+    assert first["headers"]["content-type"] == "application/proto"
+    assert first["headers"]["connect-protocol-version"] == "1"
+    assert Controller.GetJobStatusRequest.FromString(first["body"]) == STATUS_REQUEST
+    assert len({seen["peer"] for seen in fake_connect.seen}) == 1  # kept alive
+
+
+def test_loopback_calls_ignore_proxy_settings(fake_connect: FakeConnect, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{_closed_port()}")
+    fake_connect.answers = [Answer(200, STATUS_RESPONSE.SerializeToString(), "application/proto")]
+    assert ConnectTransport(fake_connect.url).call(
+        "GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5) == STATUS_RESPONSE
+
+
+def test_connect_without_token_sends_no_authorization(fake_connect: FakeConnect) -> None:
+    fake_connect.answers = [Answer(200, b"", "application/proto")]
+    ConnectTransport(fake_connect.url).call("TerminateJob", Controller.TerminateJobRequest(), job_pb2.Empty, 5)
+    assert "authorization" not in {name.lower() for name in fake_connect.seen[0]["headers"]}
+
+
+@pytest.mark.parametrize(("answer", "cls", "code", "retryable"), [
+    (Answer(401, b'{"code": "unauthenticated", "message": "bad token"}'), AuthenticationFailed,
+     "unauthenticated", False),
+    (Answer(404, b'{"code": "not_found", "message": "Job /u/j not found"}'), JobNotFound, "not_found", False),
+    (Answer(404, b"", "text/plain"), RpcFailed, "unimplemented", False),
+    (Answer(503, b"<html>down</html>", "text/html"), ControllerUnreachable, "unavailable", True),
+    (Answer(500, b'{"code": "internal", "message": "boom\\nline 2"}'), RpcFailed, "internal", False),
+])
+def test_connect_errors_become_typed_one_line_errors(fake_connect: FakeConnect, answer: Answer,
+                                                     cls: type[FrayError], code: str, retryable: bool) -> None:
+    fake_connect.answers = [answer]
+    with pytest.raises(cls) as caught:
+        ConnectTransport(fake_connect.url).call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5)
+    assert caught.value.code == code and caught.value.retryable == retryable
+    assert fake_connect.url in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_connect_json_call(fake_connect: FakeConnect) -> None:
+    fake_connect.answers = [Answer(200, b'{"entries": [], "cursor": "3"}')]
+    transport = ConnectTransport(fake_connect.url)
+    assert transport.call_json("/x.Service/Fetch", {"source": "/u/j/"}, 5) == {"entries": [], "cursor": "3"}
+    assert fake_connect.seen[0]["path"] == "/x.Service/Fetch"
+    assert json.loads(fake_connect.seen[0]["body"]) == {"source": "/u/j/"}
+
+
+# -- unreachable controllers -------------------------------------------------------------------------
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def blackhole_port() -> Iterator[int]:
+    """A port whose accept queue is full: connecting hangs, like a firewalled host."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = int(server.getsockname()[1])
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        time.sleep(0.05)
+        yield port
+        for filler in fillers:
+            filler.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "grpc"])
+def test_refused_connection_is_unreachable_quickly(scheme: str) -> None:
+    url = f"{scheme}://127.0.0.1:{_closed_port()}"
+    started = time.monotonic()
+    with pytest.raises(ControllerUnreachable) as caught:
+        open_transport(url).call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 30)
+    assert time.monotonic() - started < 2.5
+    assert str(caught.value).startswith(f"cannot reach the Fray controller at {url}")
+    assert not caught.value.retryable
+
+
+@pytest.mark.parametrize("scheme", ["http", "grpc"])
+def test_hanging_connect_gives_up_after_the_connect_timeout(scheme: str, blackhole_port: int) -> None:
+    started = time.monotonic()
+    with pytest.raises(ControllerUnreachable):
+        open_transport(f"{scheme}://127.0.0.1:{blackhole_port}").call(
+            "GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 30)
+    assert time.monotonic() - started < 3.5
+
+
+# -- fake gRPC server ---------------------------------------------------------------------------------
+@pytest.fixture
+def fake_grpc() -> Iterator[str]:
+    def get_job_status(request: Controller.GetJobStatusRequest, context: grpc.ServicerContext) -> Any:
+        if dict(context.invocation_metadata()).get("authorization") != f"Bearer {TOKEN}":
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        if request.job_id != "/u/j":
+            context.abort(grpc.StatusCode.NOT_FOUND, f"Job {request.job_id} not found")
+        return STATUS_RESPONSE
+
+    handler = grpc.method_handlers_generic_handler("iris.cluster.ControllerService", {
+        "GetJobStatus": grpc.unary_unary_rpc_method_handler(
+            get_job_status, request_deserializer=Controller.GetJobStatusRequest.FromString,
+            response_serializer=Controller.GetJobStatusResponse.SerializeToString),
+    })
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), handlers=[handler])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"grpc://127.0.0.1:{port}"
+    server.stop(None)
+
+
+def test_grpc_call_carries_the_token(fake_grpc: str) -> None:
+    transport = GrpcTransport(fake_grpc, TOKEN)
+    assert transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5) == STATUS_RESPONSE
+    with pytest.raises(JobNotFound, match="Job /u/other not found"):
+        transport.call("GetJobStatus", Controller.GetJobStatusRequest(job_id="/u/other"),
+                       Controller.GetJobStatusResponse, 5)
+    transport.close()
+
+
+@pytest.mark.parametrize("token", [None, "wrong"])
+def test_grpc_bad_token_is_authentication_failed(fake_grpc: str, token: str | None) -> None:
+    with pytest.raises(AuthenticationFailed) as caught:
+        GrpcTransport(fake_grpc, token).call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5)
+    assert caught.value.code == "unauthenticated" and fake_grpc in str(caught.value)
+
+
+# -- choosing a transport ---------------------------------------------------------------------------------
+def test_scheme_picks_the_transport() -> None:
+    assert isinstance(open_transport("http://127.0.0.1:1"), ConnectTransport)
+    assert isinstance(open_transport("HTTPS://iris.example.com"), ConnectTransport)
+    assert isinstance(open_transport("grpc://127.0.0.1:1"), GrpcTransport)
+    with pytest.raises(ValueError, match="must start with one of http://, https://, grpc://"):
+        open_transport("ftp://127.0.0.1:1")
+    with pytest.raises(ValueError, match="grpc://host:port"):
+        open_transport("grpc://")
