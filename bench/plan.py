@@ -8,7 +8,11 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.results import Figure, record
 from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, plan
 
 GOAL_US = 200.0
@@ -32,6 +36,8 @@ def main(iterations: int = 5000) -> None:
     verdict = "pass" if median <= GOAL_US else "MISS"
     print(f"plan(v5p-64 x4 slices, 32 tasks): median {median:.1f} us, p95 {p95:.1f} us, "
           f"{1e6 / median:,.0f} plans/s  [goal <= {GOAL_US:.0f} us: {verdict}]")
+    record(Figure("plan", "plan(v5p-64 x4 slices, 32 tasks) (median)", f"{median:.1f} µs ({1e6 / median:,.0f}/s)",
+                  f"<= {GOAL_US:.0f} µs", median <= GOAL_US))
 
 
 if __name__ == "__main__":

@@ -59,13 +59,23 @@ def read_runtime_file(path: Path | None = None) -> ControllerInfo | None:
         info = ControllerInfo(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
+    return info if process_alive(info.pid) else None
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` runs. A zombie (exited, not yet reaped by its parent, e.g. a controller
+    killed under the kernel that started it) counts as gone."""
     try:
-        os.kill(info.pid, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
-        return None
+        return False
     except PermissionError:
-        pass  # alive, owned by someone else
-    return info
+        return True  # alive, owned by someone else
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (macOS): signal 0 is all we know
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def remove_runtime_file(pid: int, path: Path | None = None) -> None:

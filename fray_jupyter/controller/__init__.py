@@ -5,6 +5,7 @@ Modules, top to bottom: ``server`` (start-up, signals, runtime file) → ``conne
 ``grpc_server`` (transports) → ``service`` (one method per RPC; ``validation``, ``views``) →
 ``engine`` (queue, slots, attempts, recovery; ``scheduler``, ``states``, ``runner``) →
 ``store`` (SQLite). ``rpc`` holds what the transports share (codes, errors, method table).
+The service core and the engine run on one event loop; only the gRPC transport has a thread.
 """
 
 from fray_jupyter.controller.server import main

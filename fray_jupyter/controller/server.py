@@ -1,13 +1,23 @@
 """Start-up and shutdown: ``python -m fray_jupyter.controller`` (and ``fray-jupyter controller``).
 
 Runs in the foreground: opens the store under the state dir, recovers from the previous run
-(see ``engine``), serves Connect (HTTP/1.1, uvicorn) and native gRPC on 127.0.0.1 by default,
-and — only once both accept connections — writes the runtime file (mode 0600) and prints one
-line with both URLs. SIGTERM or SIGINT stops both servers, ends running tasks (their state
+(see ``engine``), serves Connect (HTTP/1.1, uvicorn, on this process's event loop) and native
+gRPC (grpcio, on its own thread; see ``grpc_server``) on 127.0.0.1 by default, and — only
+once both accept connections — writes the runtime file (mode 0600) and prints one line with
+both URLs. SIGTERM or SIGINT stops both servers, ends running tasks (their state
 says the controller stopped), removes the runtime file and exits 0.
 
 The bearer token is ``--token``, else ``$FRAY_CONTROLLER_TOKEN``, else a fresh random one;
 the variable is removed from the environment so task processes never inherit it.
+
+``--iris-local`` runs a genuine Iris local cluster (``iris_local``) instead, in the foreground
+the same way: once it answers, the runtime file gets its URL with an empty ``grpc_url`` (it
+speaks Connect only) and an empty token (null-auth mode), and one line with the URL is
+printed; SIGTERM or SIGINT removes the file, closes the cluster and exits 0. Its state and log
+live in ``<state dir>/iris-local`` (TMPDIR of the cluster's process). HOME is left alone, so
+jobs see the user's HOME, and Iris writes ``~/.config/marin/credentials/local.json`` as its own
+``iris cluster start --local`` does. Without marin-iris[controller] it exits 1 with one line
+naming the package to install.
 """
 
 from __future__ import annotations
@@ -21,15 +31,16 @@ import secrets
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
 import uvicorn
 
-from fray_jupyter.controller import grpc_server
 from fray_jupyter.controller.connect_app import ConnectApp
 from fray_jupyter.controller.engine import Engine
+from fray_jupyter.controller.grpc_server import GrpcServer
 from fray_jupyter.controller.rpc import invoke_logged
 from fray_jupyter.controller.scheduler import default_slots
 from fray_jupyter.controller.service import ControllerService
@@ -43,18 +54,23 @@ from fray_jupyter.runtime_file import (
 )
 
 TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
+DEFAULT_HOST: Final[str] = "127.0.0.1"
 _LOG = logging.getLogger("fray_jupyter.controller")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line (see ``--help``)."""
+    # imported here, not at module level: iris_local also runs as a script (python -m)
+    from fray_jupyter.controller.iris_local import DEFAULT_WORKERS
+
     parser = argparse.ArgumentParser(
         prog="fray-jupyter controller",
-        description="Run the embedded Iris-compatible controller in the foreground.",
+        description="Run the embedded Iris-compatible controller (or, with --iris-local, a genuine Iris "
+                    "local cluster) in the foreground.",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind both servers (default: %(default)s)")
+    parser.add_argument("--host", default=None, help=f"address to bind both servers (default: {DEFAULT_HOST})")
     parser.add_argument("--port", type=int, default=0, help="Connect (HTTP) port; 0 picks a free one")
-    parser.add_argument("--grpc-port", type=int, default=0, help="native gRPC port; 0 picks a free one")
+    parser.add_argument("--grpc-port", type=int, default=None, help="native gRPC port; 0 (default) picks a free one")
     parser.add_argument("--state-dir", type=Path, default=None,
                         help="store and task work dirs (default: <jupyter data dir>/fray)")
     parser.add_argument("--runtime-file", type=Path, default=None,
@@ -62,9 +78,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--slots", type=int, default=None,
                         help="tasks that may run at once (default: max(8, 2 x CPU cores))")
     parser.add_argument("--token", default=None, help=f"bearer token (default: ${TOKEN_ENV} or a random one)")
+    parser.add_argument("--iris-local", action="store_true",
+                        help="run a genuine Iris local cluster (needs marin-iris[controller]) instead")
+    parser.add_argument("--iris-workers", type=int, default=None,
+                        help=f"with --iris-local: local Iris workers (default: {DEFAULT_WORKERS})")
     args = parser.parse_args(argv)
     if args.slots is not None and args.slots < 1:
         parser.error("--slots must be at least 1")
+    if args.iris_local:
+        unsupported = [flag for flag, value in (("--grpc-port", args.grpc_port), ("--slots", args.slots),
+                                                ("--token", args.token)) if value is not None]
+        if args.host not in (None, DEFAULT_HOST):
+            unsupported.append("--host")
+        if unsupported:
+            parser.error(f"{', '.join(unsupported)} cannot be used with --iris-local (it serves Connect only, "
+                         f"on {DEFAULT_HOST}, in null-auth mode)")
+        if args.iris_workers is not None and args.iris_workers < 1:
+            parser.error("--iris-workers must be at least 1")
+    elif args.iris_workers is not None:
+        parser.error("--iris-workers needs --iris-local")
+    args.host = args.host or DEFAULT_HOST
+    args.grpc_port = args.grpc_port or 0
+    args.iris_workers = args.iris_workers or DEFAULT_WORKERS
     return args
 
 
@@ -105,7 +140,8 @@ async def serve(args: argparse.Namespace) -> int:
 
     http_socket = _bind(args.host, args.port)
     url = f"http://{_url_host(args.host)}:{http_socket.getsockname()[1]}"
-    grpc, grpc_port = grpc_server.create_server(invoke, token, args.host, args.grpc_port)
+    grpc = GrpcServer(invoke, token)
+    grpc_port = await grpc.start(args.host, args.grpc_port)
     grpc_url = f"grpc://{_url_host(args.host)}:{grpc_port}"
     engine.controller_url = url
     config = uvicorn.Config(ConnectApp(invoke, token), lifespan="off", log_level="warning", access_log=False,
@@ -116,7 +152,6 @@ async def serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await grpc.start()
     http_task = asyncio.ensure_future(http.serve(sockets=[http_socket]))
     engine_task = asyncio.ensure_future(engine.run())
     while not http.started and not http_task.done():
@@ -140,11 +175,47 @@ async def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def serve_iris_local(args: argparse.Namespace) -> int:
+    """``--iris-local``: run a genuine Iris local cluster until SIGTERM/SIGINT (see the module
+    docstring); returns the exit status."""
+    from fray_jupyter.controller import iris_local
+
+    reason = iris_local.unavailable_reason()
+    if reason is not None:
+        print(f"fray controller: {reason}", file=sys.stderr)
+        return 1
+    root = (args.state_dir or state_dir()).expanduser().resolve() / "iris-local"
+    runtime_file = (args.runtime_file or runtime_file_path()).expanduser()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        cluster = iris_local.start(root / "iris.log", workers=args.iris_workers, port=args.port, tmp=root / "tmp")
+    except iris_local.IrisLocalUnavailable as error:
+        print(f"fray controller: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+    try:
+        write_runtime_file(ControllerInfo(url=cluster.url, grpc_url="", token="", pid=os.getpid()), runtime_file)
+        print(f"fray controller: iris-local connect={cluster.url} workers={args.iris_workers} state={root} "
+              f"runtime-file={runtime_file}", flush=True)
+        while not stop.wait(0.2):
+            if cluster.process.poll() is not None:
+                print(f"fray controller: the Iris local cluster exited with status {cluster.process.returncode}; "
+                      f"see {cluster.log}", file=sys.stderr)
+                return 1
+    finally:
+        remove_runtime_file(os.getpid(), runtime_file)
+        cluster.stop()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point for ``python -m fray_jupyter.controller`` and ``fray-jupyter controller``."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
+    if args.iris_local:
+        return serve_iris_local(args)
     try:
         return asyncio.run(serve(args))
     except OSError as error:

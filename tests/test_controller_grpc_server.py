@@ -1,0 +1,156 @@
+"""The gRPC transport in process: the core runs on the controller's loop, errors keep their
+codes, and accepting calls does not wait for the controller's loop to come round."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import grpc
+import pytest
+from google.protobuf.message import Message
+
+from fray_jupyter.controller.grpc_server import THREAD_NAME, GrpcServer
+from fray_jupyter.controller.rpc import METHODS, Code, Method, RpcError
+from fray_jupyter.iris.proto import controller_pb2, job_pb2
+
+C = controller_pb2.Controller
+BY_NAME = {method.name: method for method in METHODS}
+TOKEN = "secret"
+T = TypeVar("T")
+
+
+def _state_of(method: Method, request: Message) -> Message:
+    assert isinstance(request, C.GetJobStateRequest)
+    if "/missing" in request.job_ids:
+        raise RpcError(Code.NOT_FOUND, "Job /missing not found")
+    return C.GetJobStateResponse(states={job_id: job_pb2.JOB_STATE_RUNNING for job_id in request.job_ids})
+
+
+def _serve(invoke: Callable[[Method, Message], Message], body: Callable[[str], Awaitable[T]]) -> T:
+    """Run ``body(target)`` on a fresh loop that serves ``invoke`` over gRPC."""
+
+    async def main() -> T:
+        server = GrpcServer(invoke, TOKEN)
+        port = await server.start("127.0.0.1", 0)
+        try:
+            return await body(f"127.0.0.1:{port}")
+        finally:
+            await server.stop(None)
+            assert not server.running
+
+    return asyncio.run(main())
+
+
+def _stub(channel: grpc.Channel, path: str | None = None,
+          ) -> grpc.UnaryUnaryMultiCallable[C.GetJobStateRequest, C.GetJobStateResponse]:
+    return channel.unary_unary(path or BY_NAME["GetJobState"].path,
+                               request_serializer=C.GetJobStateRequest.SerializeToString,
+                               response_deserializer=C.GetJobStateResponse.FromString)
+
+
+def _metadata(token: str | None = TOKEN) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+def _call(target: str, job_ids: list[str], token: str | None = TOKEN, path: str | None = None) -> C.GetJobStateResponse:
+    with grpc.insecure_channel(target) as channel:
+        return _stub(channel, path)(C.GetJobStateRequest(job_ids=job_ids), metadata=_metadata(token), timeout=10)
+
+
+def test_the_core_runs_on_the_controller_loop_and_errors_keep_their_codes() -> None:
+    threads: list[str] = []
+
+    def invoke(method: Method, request: Message) -> Message:
+        threads.append(threading.current_thread().name)
+        return _state_of(method, request)
+
+    async def body(target: str) -> None:
+        assert dict((await asyncio.to_thread(_call, target, ["/a/b"])).states) == {"/a/b": 3}
+        for job_ids, token, path, code, words in (
+            (["/missing"], TOKEN, None, grpc.StatusCode.NOT_FOUND, "Job /missing not found"),
+            (["/a/b"], None, None, grpc.StatusCode.UNAUTHENTICATED, "authorization"),
+            (["/a/b"], "wrong", None, grpc.StatusCode.UNAUTHENTICATED, "invalid bearer token"),
+            (["/a/b"], TOKEN, "/iris.cluster.ControllerService/Nope", grpc.StatusCode.UNIMPLEMENTED, ""),
+        ):
+            with pytest.raises(grpc.RpcError) as caught:
+                await asyncio.to_thread(_call, target, job_ids, token, path)
+            assert caught.value.code() == code and words in (caught.value.details() or "")
+
+    _serve(invoke, body)
+    assert threads == [threading.main_thread().name, threading.main_thread().name]
+
+
+def test_garbage_bytes_are_invalid_argument() -> None:
+    async def body(target: str) -> None:
+        def send() -> None:
+            with grpc.insecure_channel(target) as channel:
+                garbage: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+                    BY_NAME["GetJobState"].path, request_serializer=bytes, response_deserializer=bytes)
+                garbage(b"\xff\xff\xff", timeout=10, metadata=_metadata())
+
+        with pytest.raises(grpc.RpcError) as caught:
+            await asyncio.to_thread(send)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+    _serve(_state_of, body)
+
+
+def test_accepting_calls_does_not_wait_for_a_busy_controller_loop() -> None:
+    """200 concurrent calls while every iteration of the controller's loop blocks for 2 ms (as
+    spawning task processes does): the calls waiting for the core are served together, in far
+    fewer iterations than calls (grpcio's server on the same loop needs about three per call)."""
+    calls = 200
+    iterations = [0]
+
+    async def body(target: str) -> float:
+        loop = asyncio.get_running_loop()
+        busy = True
+
+        def blocking_iteration() -> None:
+            iterations[0] += 1
+            time.sleep(0.002)
+            if busy:
+                loop.call_soon(blocking_iteration)
+
+        def burst() -> float:
+            with grpc.insecure_channel(target) as channel:
+                stub = _stub(channel)
+                stub(C.GetJobStateRequest(job_ids=["/warm/up"]), metadata=_metadata(), timeout=10)
+                iterations[0] = 0
+                started = time.perf_counter()
+                futures = [stub.future(C.GetJobStateRequest(job_ids=[f"/a/{i}"]), metadata=_metadata(), timeout=30)
+                           for i in range(calls)]
+                answers = [future.result() for future in futures]
+                assert [list(answer.states) for answer in answers] == [[f"/a/{i}"] for i in range(calls)]
+                return time.perf_counter() - started
+
+        loop.call_soon(blocking_iteration)
+        try:
+            return await asyncio.to_thread(burst)
+        finally:
+            busy = False
+
+    elapsed = _serve(_state_of, body)
+    assert iterations[0] < calls / 2, f"{iterations[0]} loop iterations for {calls} calls ({elapsed:.2f} s)"
+
+
+def test_a_taken_port_is_an_os_error_and_leaves_no_thread() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        async def main() -> None:
+            server = GrpcServer(_state_of, TOKEN)
+            with pytest.raises(OSError, match="cannot bind"):
+                await server.start("127.0.0.1", port)
+            await server.stop(None)
+            assert not server.running
+
+        asyncio.run(main())
+    assert not any(thread.name == THREAD_NAME for thread in threading.enumerate())
