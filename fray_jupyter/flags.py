@@ -7,7 +7,7 @@ import argparse
 import os
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
 from fray_jupyter.resources.entrypoint import Entrypoint
@@ -18,10 +18,13 @@ _GPU_SPEC = re.compile(r"^(?:(?P<variant>[A-Za-z][\w.-]*?)(?:x(?P<count>\d+))?|(
 
 
 def parse_gpu_spec(spec: str) -> tuple[str, int]:
-    """``--gpu`` as Iris reads it: ``H100x8`` (model and count), ``H100`` (one), ``8`` (eight of any)."""
+    """``--gpu`` as Iris reads it: ``H100x8`` (model and count), ``H100`` (one), ``8`` (eight of any).
+
+    A lowercase ``x`` separates the count; a model whose name ends in X is written with a capital
+    (``MI300X``, ``MI300Xx8``), so ``H100x`` (a separator with no count) is an error."""
     match = _GPU_SPEC.match(spec.strip())
-    if not match or re.fullmatch(r"x\d*|.*x", match["variant"] or "", re.IGNORECASE):
-        raise ValueError(f"--gpu {spec!r} must look like H100x8, H100 or 8")
+    if not match or re.fullmatch(r"[xX]\d*|.*x", match["variant"] or ""):
+        raise ValueError(f"--gpu {spec!r} must look like H100x8, H100, MI300X or 8 (a count follows a lowercase x)")
     if match["bare"]:
         return "auto", int(match["bare"])
     return match["variant"], int(match["count"] or 1)
@@ -58,6 +61,19 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     job.add_argument("--timeout", type=float, metavar="SECONDS", help="per-task time limit")
 
 
+RESOURCE_FLAGS: Final[dict[str, str]] = {
+    "tpu": "--tpu", "gpu": "--gpu", "slices": "--slices", "alternative": "--alternative", "cpu": "--cpu",
+    "memory": "--memory", "disk": "--disk", "region": "--region", "any_region": "--any-region", "zone": "--zone",
+    "non_preemptible": "--non-preemptible", "target_cluster": "--target-cluster", "image": "--image",
+}
+"""Parsed name -> flag, for every flag that describes the ``ResourceConfig`` (what ``base`` replaces)."""
+
+
+def resource_flags_given(ns: argparse.Namespace) -> list[str]:
+    """The resource flags set on the command line, as spelled there (``["--tpu", "--zone"]``)."""
+    return [flag for dest, flag in RESOURCE_FLAGS.items() if getattr(ns, dest) not in (None, False, [])]
+
+
 def _resources(ns: argparse.Namespace) -> ResourceConfig:
     if ns.any_region and ns.region:
         raise ValueError("--any-region cannot be combined with --region")
@@ -72,7 +88,8 @@ def _resources(ns: argparse.Namespace) -> ResourceConfig:
     }
     given = {key: value for key, value in common.items() if value is not None}
     if ns.tpu:
-        return ResourceConfig.with_tpu([ns.tpu, *ns.alternative], slice_count=ns.slices or 1, **given)
+        slices = 1 if ns.slices is None else ns.slices
+        return ResourceConfig.with_tpu([ns.tpu, *ns.alternative], slice_count=slices, **given)
     if ns.gpu:
         variant, count = parse_gpu_spec(ns.gpu)
         return ResourceConfig.with_gpu(variant, count=count, device_alternatives=ns.alternative or None, **given)
@@ -80,9 +97,13 @@ def _resources(ns: argparse.Namespace) -> ResourceConfig:
 
 
 def job_from_args(ns: argparse.Namespace, entrypoint: Entrypoint, *, default_name: str = "job",
-                  base: ResourceConfig | None = None) -> JobRequest:
-    """The ``JobRequest`` the parsed flags describe. ``base`` (e.g. from ``--resources``) replaces the
-    device/host flags. Bad values raise ``ValueError`` naming the flag or value."""
+                  base: ResourceConfig | None = None, base_name: str = "a given ResourceConfig") -> JobRequest:
+    """The ``JobRequest`` the parsed flags describe. ``base`` (e.g. from ``--resources``, named
+    ``base_name`` in errors) replaces the resource flags, so giving both is an error. Bad values
+    raise ``ValueError`` naming the flag or value."""
+    if base is not None and (given := resource_flags_given(ns)):
+        raise ValueError(f"{base_name} cannot be combined with {', '.join(given)}; "
+                         "set those on the ResourceConfig instead")
     resources = base if base is not None else _resources(ns)
     environment = EnvironmentConfig(workspace=os.getcwd(), env_vars=dict(ns.env)) if ns.env else None
     fields: dict[str, Any] = {

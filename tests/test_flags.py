@@ -17,7 +17,8 @@ def _job(*argv: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize(("spec", "expected"), [("H100x8", ("H100", 8)), ("H100", ("H100", 1)), ("8", ("auto", 8)),
-                                                ("a100-80gx2", ("a100-80g", 2)), ("GB200x4", ("GB200", 4))])
+                                                ("a100-80gx2", ("a100-80g", 2)), ("GB200x4", ("GB200", 4)),
+                                                ("MI300X", ("MI300X", 1)), ("MI355Xx8", ("MI355X", 8))])
 def test_gpu_spec(spec: str, expected: tuple[str, int]) -> None:
     assert parse_gpu_spec(spec) == expected
 

@@ -1,0 +1,118 @@
+"""A real, hermetic ``jupyter lab`` on 127.0.0.1 for browser tests and the picker bench, and the
+Debian Chromium launch settings (env-recipes.md: G4 root, G5 news toast, G10 wrapper, G13 data dirs).
+Never ``playwright install``: Playwright drives the system's /usr/bin/chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+CHROMIUM = "/usr/lib/chromium/chromium" if Path("/usr/lib/chromium/chromium").exists() else "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
+NOTIFICATION_SETTINGS = {"fetchNews": "false", "checkForUpdates": False}
+START_TIMEOUT = 60.0
+KERNEL_IDLE = ("() => { const w = window.jupyterapp?.shell.currentWidget;"
+               " return w?.sessionContext?.session?.kernel?.status === 'idle'; }")
+
+
+def launch_args() -> dict[str, Any]:
+    """Keyword arguments for ``playwright.chromium.launch``."""
+    return {"executable_path": CHROMIUM, "headless": True, "args": CHROMIUM_ARGS}
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A running server: its base URL, token and the directory notebooks are served from."""
+
+    url: str
+    token: str
+    root: Path
+
+    def notebook(self, name: str, *sources: str) -> str:
+        """Write a notebook of code cells into the root; return its name."""
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(notebook, self.root / name)
+        return name
+
+    def open_url(self, name: str, app: str = "lab") -> str:
+        """URL opening notebook ``name`` in JupyterLab (``app="lab"``, in a workspace of its own, so
+        notebooks other tests opened are not restored beside it) or Notebook 7 (``"notebook"``)."""
+        path = f"lab/workspaces/{Path(name).stem}/tree/{name}" if app == "lab" else f"notebooks/{name}"
+        return f"{self.url}/{path}?token={self.token}"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_until_up(url: str, token: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"jupyter lab did not answer within {START_TIMEOUT:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+@contextmanager
+def running_lab(workdir: Path, *extra_args: str) -> Iterator[Lab]:
+    """Start ``jupyter lab`` (plus ``extra_args``) with every Jupyter directory under ``workdir``;
+    stop it on exit."""
+    root, settings = workdir / "notebooks", workdir / "settings"
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps(NOTIFICATION_SETTINGS))
+    root.mkdir()
+    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTERLAB_WORKSPACES_DIR": str(workdir / "ws"),
+           "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"), "JUPYTER_DATA_DIR": str(workdir / "data"),
+           "IRIS_USER": "alice"}
+    port, token = _free_port(), secrets.token_hex(16)
+    log = workdir / "lab.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+             f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+             f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+             "--JupyterNotebookApp.expose_app_in_browser=True", "--FileContentsManager.delete_to_trash=False",
+             *extra_args],
+            env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(url, token, process, log)
+        yield Lab(url, token, root)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def run_first_cell(page: Any, url: str) -> None:
+    """Open the notebook at ``url`` in a Playwright page, wait for an idle kernel, run cell 1."""
+    page.goto(url)
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    page.locator(".jp-Cell .jp-InputArea-editor >> visible=true").first.click()
+    page.keyboard.press("Shift+Enter")
