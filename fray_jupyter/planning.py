@@ -130,6 +130,11 @@ class Plan:
         return LaunchJobRequest.FromString(self.request_bytes)
 
     @property
+    def bundle_size(self) -> int:
+        """Bytes of the workspace zip sent as ``bundle_blob`` (0 without one)."""
+        return len(self.translation.request.bundle_blob)
+
+    @property
     def request_size(self) -> int:
         """Serialized size of the request in bytes."""
         return len(self.request_bytes)
@@ -151,11 +156,13 @@ def plan(
     user: str | None = None,
     existing_job_policy: str | int = "keep",
     revision_date: str | None = None,
+    bundle: bytes = b"",
 ) -> Plan:
     """The ``Plan`` for ``job`` (fray-jupyter's ``JobRequest`` or Marin's ``fray.types.JobRequest``)
-    submitted by ``user`` (default: ``$IRIS_USER``, else the OS user). Raises ``ValueError`` with a
+    submitted by ``user`` (default: ``$IRIS_USER``, else the OS user), with ``bundle`` (a workspace
+    zip, see ``iris.bundle``) as the request's ``bundle_blob``. Raises ``ValueError`` with a
     message for anything Fray or Iris would reject."""
     translation = translate(coerce(job, JobRequest), user=user, existing_job_policy=existing_job_policy,
-                            revision_date=revision_date)
+                            revision_date=revision_date, bundle=bundle)
     groups = task_groups(translation.job.resources, translation.replicas, translation.coscheduling)
     return Plan(translation, groups, translation.request.SerializeToString())

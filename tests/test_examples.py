@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from tests.jupyter_isolation import isolated_jupyter
+
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.ipynb"))
+
+
+@pytest.fixture(autouse=True)
+def _private_jupyter_dirs(tmp_path: Path) -> Iterator[None]:
+    """Kernels get their own runtime and data dirs; a controller a notebook started is stopped after it."""
+    with isolated_jupyter(tmp_path):
+        yield
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])

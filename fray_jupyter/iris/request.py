@@ -185,8 +185,10 @@ def translate(
     user: str | None = None,
     existing_job_policy: str | int = "keep",
     revision_date: str | None = None,
+    bundle: bytes = b"",
 ) -> Translation:
-    """Run every Fray -> Iris step for ``job`` and keep the results (see ``build_launch_request``)."""
+    """Run every Fray -> Iris step for ``job`` and keep the results (see ``build_launch_request``).
+    ``bundle`` is the workspace zip sent as ``bundle_blob`` (``iris.bundle.create_workspace_zip``)."""
     resources = job.resources
     user = resolve_user(user)
     spec = convert_resources(resources)
@@ -221,7 +223,7 @@ def translate(
         container_profile=container_profile_value(resources.container_profile),
         egress_policy=job_pb2.EGRESS_POLICY_UNSPECIFIED,
         client_revision_date=client_revision_date(revision_date),
-        bundle_blob=b"",
+        bundle_blob=bundle,
     )
     if job.timeout is not None:
         request.timeout.milliseconds = job.timeout // datetime.timedelta(milliseconds=1)

@@ -1,0 +1,101 @@
+"""A workspace bundle as Iris's client builds one: a zip of a directory's files, sent as the
+request's ``bundle_blob`` and unpacked into every task's work dir before it runs.
+
+Rules (restating ``iris.cluster.client.bundle``):
+
+* Files: what ``git ls-files --cached --others --exclude-standard`` lists (tracked, plus untracked
+  files ``.gitignore`` does not ignore). Where the directory is not in a git work tree (or git is
+  missing), every file under it, and the bundle says so in ``note``.
+* Either way, paths matching ``EXCLUDE`` are left out (caches, virtualenvs, VCS metadata, notebooks,
+  ``tests/`` and ``docs/``: Iris's default exclusions).
+* Entries are stored relative to the directory, deflated, in sorted order.
+* The zip must not exceed ``MAX_BUNDLE_SIZE_BYTES`` (25 MiB, Iris's controller cap): building stops
+  as soon as it does, and the ``ValueError`` names the directory, the size reached and the cap.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+MAX_BUNDLE_SIZE_BYTES: Final[int] = 25 * 1024 * 1024
+"""Iris's cap on ``bundle_blob`` (``iris.cluster.bundle.MAX_BUNDLE_SIZE_BYTES``)."""
+
+EXCLUDE: Final[re.Pattern[str]] = re.compile(
+    r"""
+      \.mov$ | \.pyc$ | \.so$ | \.egg-info(/|$)
+    | (^|/)(__pycache__|\.git|\.mypy_cache|\.pytest_cache|\.ruff_cache|\.venv|venv|node_modules|target)(/|$)
+    | (^|/)gha-creds-[^/]+\.json$
+    | (^|/)(docs|tests|journeys-out)(/|$)
+    | (^|/)\.(agents|claude|codex|github)(/|$)
+    | (^|/)(AGENTS|TESTING|OPS)\.md$
+    | \.ipynb$
+    """,
+    re.VERBOSE,
+)
+"""Iris's ``DEFAULT_EXCLUDE``: matched against each path relative to the directory, with '/'."""
+
+
+@dataclass(frozen=True)
+class WorkspaceBundle:
+    """The zip's bytes, the relative paths it holds, and a note on how they were chosen."""
+
+    blob: bytes
+    files: tuple[str, ...]
+    note: str
+
+
+def _git_files(directory: Path) -> list[str] | None:
+    """Paths git would bundle, or None when ``directory`` is not in a git work tree."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                                cwd=directory, capture_output=True, check=True, timeout=60)
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        return None
+    return [name for name in listed.stdout.decode(errors="surrogateescape").split("\0") if name]
+
+
+def workspace_files(directory: Path) -> tuple[list[str], str]:
+    """The relative paths to bundle (sorted, existing regular files) and the note saying how."""
+    listed = _git_files(directory)
+    if listed is None:
+        listed = [path.relative_to(directory).as_posix() for path in directory.rglob("*")]
+        note = f"{directory} is not a git work tree: bundled every file under it (minus caches and venvs)"
+    else:
+        note = f"bundled the files git lists in {directory} (tracked and not ignored)"
+    files = sorted(name for name in listed if not EXCLUDE.search(name) and (directory / name).is_file())
+    return files, note
+
+
+def _mib(num_bytes: int) -> str:
+    return f"{num_bytes / 2**20:.1f} MiB"
+
+
+def create_workspace_zip(directory: str | Path, *, max_bytes: int | None = None) -> WorkspaceBundle:
+    """Bundle ``directory`` by the module's rules; ``max_bytes`` defaults to ``MAX_BUNDLE_SIZE_BYTES``.
+    Raises ``ValueError`` when the directory is missing or the zip would be too big."""
+    root = Path(directory).expanduser()
+    if not root.is_dir():
+        raise ValueError(f"workspace {str(directory)!r} is not a directory")
+    root = root.resolve()
+    cap = MAX_BUNDLE_SIZE_BYTES if max_bytes is None else max_bytes
+    files, note = workspace_files(root)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for done, name in enumerate(files, 1):
+            archive.write(root / name, name)
+            if buffer.tell() > cap:
+                so_far = "" if done == len(files) else f" after {done} of {len(files)} files"
+                raise ValueError(f"workspace {root} bundles to more than the {_mib(cap)} cap "
+                                 f"({_mib(buffer.tell())}{so_far}); .gitignore large files or "
+                                 f"bundle a smaller directory")
+    blob = buffer.getvalue()
+    if len(blob) > cap:
+        raise ValueError(f"workspace {root} bundles to {_mib(len(blob))}, over the {_mib(cap)} cap; "
+                         f".gitignore large files or bundle a smaller directory")
+    return WorkspaceBundle(blob, tuple(files), note)

@@ -1,0 +1,233 @@
+"""``FrayMagics``: ``%%fray`` submits the cell as a job; ``%fray <command>`` looks after jobs.
+
+Errors follow IPython's conventions (see ``parsers`` and ``errors``): what the user typed is a
+plain one-line ``UsageError``; the controller's and the job's failures raise errors with
+``_render_traceback_``. Nothing is printed-and-returned: a failure always fails the cell.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.display import display
+from traitlets import TraitError, Unicode, validate
+
+from fray_jupyter.client.client import TERMINAL_STATES, FrayClient
+from fray_jupyter.client.discovery import TOKEN_ENV, resolve
+from fray_jupyter.client.errors import JobNotFound
+from fray_jupyter.handle import JobHandle
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.request import resolve_user
+from fray_jupyter.magics import settings
+from fray_jupyter.magics.errors import JobFailed, controller_errors
+from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER
+from fray_jupyter.magics.submission import CellPlan, cell_plan, check_url, usage
+from fray_jupyter.views import job as view
+
+if TYPE_CHECKING:
+    from fray_jupyter.widgets.status import JobStatusPanel
+
+LINE: str = "%fray"
+
+
+@magics_class
+class FrayMagics(Magics):
+    """The ``%%fray`` cell magic and the ``%fray`` line magic; settings are its traits."""
+
+    controller_url = Unicode(
+        "", help="Controller to use (http(s):// Connect or grpc://). Empty: $FRAY_CONTROLLER_URL, else the "
+                 "embedded controller (started on first use).").tag(config=True)
+    user = Unicode("", help="Submitting user (job ids are /<user>/<name>). Empty: $IRIS_USER, else your "
+                            "login.").tag(config=True)
+    token_env = Unicode(TOKEN_ENV, help="Environment variable holding the controller's bearer token; "
+                                        "without it, the embedded controller's token.").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell, **kwargs)
+        self._clients: dict[tuple[str, str | None], FrayClient] = {}
+
+    @validate("controller_url", "user", "token_env")
+    def _check_setting(self, proposal: Any) -> str:
+        try:
+            return settings.validate(proposal["trait"].name, proposal["value"])
+        except ValueError as error:
+            raise TraitError(str(error)) from None
+
+    @property
+    def namespace(self) -> dict[str, Any]:
+        """The notebook's variables (``--resources`` reads them, ``-o`` writes one)."""
+        assert self.shell is not None, "FrayMagics needs a shell"
+        user_ns: dict[str, Any] = self.shell.user_ns
+        return user_ns
+
+    # -- the controller -----------------------------------------------------------------------------
+    def client(self, url: str | None = None) -> FrayClient:
+        """A client of the controller the settings choose (``url`` overrides them), kept per URL
+        and token; starts the embedded controller if that is the choice and none runs."""
+        with controller_errors("looking for the controller"):
+            resolved = resolve(url or settings.effective(self, "controller_url"), settings.token(self))
+        if resolved not in self._clients:
+            self._clients[resolved] = FrayClient(*resolved)
+        return self._clients[resolved]
+
+    def job_id(self, given: str) -> str:
+        """A job id as typed: ``/user/name`` as is, a bare name as one of the configured user's jobs."""
+        if given.startswith("/"):
+            return given.rstrip("/")
+        try:
+            return f"/{resolve_user(self.user or None)}/{given}"
+        except ValueError as error:
+            raise usage(str(error), LINE) from None
+
+    # -- %%fray -------------------------------------------------------------------------------------
+    @cell_magic("fray")
+    def fray_cell(self, line: str, cell: str) -> JobStatusPanel | None:
+        args = CELL_PARSER.parse_line(line)
+        prepared = cell_plan(args, cell, self.namespace, user=self.user or None)
+        if args.dry_run:
+            self._show_plan(prepared, args.output)
+            return None
+        client = self.client(args.controller)
+        plan = prepared.plan
+        adopted = self._running(client, plan.job_id)
+        with controller_errors(f"submitting {plan.job_id}"):
+            job_id = client.submit(plan)
+        handle = JobHandle(job_id, client)
+        if args.output:
+            self.namespace[args.output] = handle
+        notes = [*plan.warnings, *([prepared.bundle.note] if prepared.bundle else [])]
+        if adopted:
+            notes.append(f"{job_id} was already running, so this is that job (Fray's adopt-existing policy); "
+                         "pass --name to run another copy")
+        for note in notes:
+            print(f"note: {note}")
+        if args.wait:
+            wait(handle)
+            return None
+        return panel(client, job_id)
+
+    fray_cell.__doc__ = CELL_PARSER.format_help()
+
+    def _show_plan(self, prepared: CellPlan, output: str | None) -> None:
+        from fray_jupyter.views.preview import render_preview_html
+        from fray_jupyter.views.text import render_text
+
+        plan = prepared.plan
+        note = f"{prepared.bundle.note}: {len(prepared.bundle.files)} files\n" if prepared.bundle else ""
+        display({"text/html": render_preview_html(plan), "text/plain": note + render_text(plan)},  # type: ignore[no-untyped-call]
+                raw=True)
+        if output:
+            self.namespace[output] = plan
+
+    @staticmethod
+    def _running(client: FrayClient, job_id: str) -> bool:
+        """Whether a job by this id is running now (so submitting adopts it)."""
+        with controller_errors(f"looking up {job_id}"):
+            try:
+                states = client.state([job_id])
+            except JobNotFound:
+                return False
+        return states[job_id] not in TERMINAL_STATES
+
+    # -- %fray <command> ------------------------------------------------------------------------------
+    @line_magic("fray")
+    def fray_line(self, line: str) -> JobStatusPanel | None:
+        if not line.strip():
+            raise usage("give a command: jobs, status ID, logs ID [--follow], cancel ID, config [KEY [VALUE]] "
+                        "(%%fray, with two %, submits a cell)", LINE)
+        args = LINE_PARSER.parse_line(line)
+        if args.command == "config":
+            self._config(args.key, args.value)
+            return None
+        check_url("--controller", args.controller, f"{LINE} {args.command}")
+        result: JobStatusPanel | None = getattr(self, f"_{args.command}")(args)
+        return result
+
+    fray_line.__doc__ = LINE_PARSER.format_help()
+
+    def _jobs(self, args: Any) -> None:
+        if args.limit < 1:
+            raise usage(f"--limit must be at least 1, got {args.limit}", f"{LINE} jobs")
+        client = self.client(args.controller)
+        with controller_errors("listing jobs"):
+            page = client.list(name_filter=args.name, state=args.state, limit=args.limit)
+        display({"text/html": view.jobs_html(page.jobs), "text/plain": view.jobs_text(page.jobs)},  # type: ignore[no-untyped-call]
+                raw=True)
+
+    def _status(self, args: Any) -> JobStatusPanel:
+        job_id, client = self.job_id(args.job), self.client(args.controller)
+        with controller_errors(f"looking up {job_id}"):
+            client.status(job_id)  # fail the cell now for an unknown id, not inside the panel
+        return panel(client, job_id)
+
+    def _logs(self, args: Any) -> None:
+        if args.tail < 0:
+            raise usage(f"--tail must not be negative, got {args.tail}", f"{LINE} logs")
+        job_id, client = self.job_id(args.job), self.client(args.controller)
+        with controller_errors(f"reading the logs of {job_id}"):
+            client.status(job_id)
+            page = client.logs(job_id, tail=args.tail > 0, max_lines=args.tail)
+            for entry in page.entries:
+                print(view.log_line(entry))
+            if args.follow:
+                for entry in client.follow(job_id, cursor=page.cursor):
+                    print(view.log_line(entry), flush=True)
+
+    def _cancel(self, args: Any) -> None:
+        job_id, client = self.job_id(args.job), self.client(args.controller)
+        with controller_errors(f"cancelling {job_id}"):
+            before = client.status(job_id)
+            if view.is_terminal(before):
+                print(f"{job_id} already finished ({view.job_state_name(before.state).upper()}); nothing to cancel")
+                return
+            client.terminate(job_id)
+        print(f"cancelled {job_id} (was {view.job_state_name(before.state).upper()})")
+
+    def _config(self, key: str | None, value: str | None) -> None:
+        keys = settings.setting_keys(self)
+        if key is not None and key not in keys:
+            raise usage(f"unknown setting {key!r}; the settings are {', '.join(keys)}", f"{LINE} config")
+        if value is not None:
+            assert key is not None
+            try:
+                settings.set_setting(self, key, value)
+            except ValueError as error:
+                raise usage(str(error), f"{LINE} config") from None
+        print(settings.render(self, key))
+
+
+def panel(client: FrayClient, job_id: str) -> JobStatusPanel:
+    """The live panel a submission or ``%fray status`` returns (shown as the cell's output)."""
+    from fray_jupyter.widgets.status import JobStatusPanel
+
+    return JobStatusPanel(client, job_id)
+
+
+def wait(handle: JobHandle) -> job_pb2.JobStatus:
+    """``--wait``: print the job's log lines as they come, then a one-line result; a job that does
+    not succeed raises ``JobFailed`` with its summary (state, error, failed tasks, last lines)."""
+    tail: deque[str] = deque(maxlen=view.SUMMARY_LOG_LINES)
+    job_id = handle.job_id
+    try:
+        with controller_errors(f"waiting for {job_id}"):
+            for entry in handle.client.follow(job_id):
+                line = view.log_line(entry)
+                tail.append(line)
+                print(line, flush=True)
+            status, tasks = handle.status(), handle.tasks()
+    except KeyboardInterrupt:
+        print(f"stopped waiting; {job_id} keeps running (`%fray cancel {job_id}` stops it)", file=sys.stderr)
+        raise
+    state = view.job_state_name(status.state).upper()
+    if status.state != job_pb2.JOB_STATE_SUCCEEDED:
+        raise JobFailed(job_id, state, view.failure_summary(status, tasks, list(tail)))
+    print(f"job {job_id} {state} ({view.elapsed(status)}, {status.completed_count}/{status.task_count} tasks)")
+    return status
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext fray_jupyter``: register ``%%fray`` and ``%fray``."""
+    ipython.register_magics(FrayMagics)

@@ -1,0 +1,117 @@
+"""The magics' settings: traitlets on ``FrayMagics`` (``c.FrayMagics.<key>`` in
+``ipython_config.py``, or ``%fray config KEY VALUE`` for the session), each falling back to an
+environment variable and then to a default.
+
+==================  ==========================  =================================================
+key                 fallback                    then
+==================  ==========================  =================================================
+``controller_url``  ``$FRAY_CONTROLLER_URL``    the embedded controller's runtime file, else one
+                                                is started on first use
+``user``            ``$IRIS_USER``              your login name
+``token_env``       (default)                   ``FRAY_CONTROLLER_TOKEN``: the variable holding
+                                                the bearer token; without it, the embedded
+                                                controller's token from its runtime file
+==================  ==========================  =================================================
+
+The token itself is never shown, only where it comes from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Final
+
+from traitlets import HasTraits, TraitError
+
+from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
+from fray_jupyter.iris.request import USER_ENV, resolve_user
+from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path
+
+FALLBACK_ENV: Final[dict[str, str]] = {"controller_url": URL_ENV, "user": USER_ENV}
+"""Setting -> the environment variable consulted when the setting is empty."""
+ENV_NAME: Final[re.Pattern[str]] = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def setting_keys(owner: HasTraits) -> list[str]:
+    """The configurable settings of ``owner``, in definition order."""
+    return list(owner.traits(config=True))
+
+
+def effective(owner: HasTraits, key: str) -> str | None:
+    """The setting's value, else its environment fallback, else None."""
+    value = getattr(owner, key)
+    if value:
+        return str(value)
+    env = FALLBACK_ENV.get(key)
+    return (os.environ.get(env) or None) if env else None
+
+
+def token(owner: HasTraits) -> str | None:
+    """The bearer token from the variable ``token_env`` names, or None (the runtime file's then)."""
+    name = str(owner.token_env)  # type: ignore[attr-defined]
+    return os.environ.get(name) or None if name else None
+
+
+def _rows(owner: HasTraits) -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
+    url, env = str(owner.controller_url), os.environ.get(URL_ENV)  # type: ignore[attr-defined]
+    if url:
+        rows.append(("controller_url", url, "config"))
+    elif env:
+        rows.append(("controller_url", env, f"${URL_ENV}"))
+    elif (info := read_runtime_file()) is not None:
+        rows.append(("controller_url", info.url, f"embedded controller (pid {info.pid}, {runtime_file_path()})"))
+    else:
+        rows.append(("controller_url", "", "embedded controller, started on first use"))
+    user = str(owner.user)  # type: ignore[attr-defined]
+    if user:
+        rows.append(("user", user, "config"))
+    else:
+        try:
+            resolved = resolve_user()
+        except ValueError as error:
+            resolved = f"(invalid: {error})"
+        rows.append(("user", resolved, f"${USER_ENV}" if os.environ.get(USER_ENV) else "your login"))
+    name = str(owner.token_env)  # type: ignore[attr-defined]
+    state = "set" if os.environ.get(name) else "not set: the embedded controller's token from its runtime file"
+    rows.append(("token_env", name, "default" if name == TOKEN_ENV else "config"))
+    rows.append(("(token)", f"${name}" if name else "", state))
+    return rows
+
+
+def render(owner: HasTraits, key: str | None = None) -> str:
+    """The settings as aligned ``key  value  (source)`` lines; only ``key``'s when given."""
+    rows = [row for row in _rows(owner) if key is None or row[0] == key]
+    width = max(len(row[0]) for row in rows)
+    value_width = max(len(row[1]) for row in rows)
+    return "\n".join(f"{k:<{width}}  {v:<{value_width}}  ({source})" for k, v, source in rows)
+
+
+def validate(key: str, value: str) -> str:
+    """``value`` for setting ``key``, checked; ``ValueError`` saying what is wrong."""
+    from fray_jupyter.client.transport import TRANSPORTS
+
+    if not value:
+        return value
+    if key == "controller_url":
+        scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+        if scheme not in TRANSPORTS:
+            known = ", ".join(f"{name}://" for name in TRANSPORTS)
+            raise ValueError(f"controller_url {value!r} must start with one of {known}")
+    elif key == "user":
+        resolve_user(value)
+    elif key == "token_env" and not ENV_NAME.fullmatch(value):
+        raise ValueError(f"token_env {value!r} must be an environment variable name")
+    return value
+
+
+def set_setting(owner: HasTraits, key: str, value: str) -> None:
+    """Set ``key`` for this session (``""`` resets it to its default); ``ValueError`` if invalid."""
+    keys = setting_keys(owner)
+    if key not in keys:
+        raise ValueError(f"unknown setting {key!r}; the settings are {', '.join(keys)}")
+    try:
+        setattr(owner, key, value if value else owner.trait_defaults(key))
+    except TraitError as error:
+        raise ValueError(str(error).split("\n")[0]) from None

@@ -1,0 +1,262 @@
+"""Pure renderings of a running or finished job: its state badge, task grid, log tail, failure
+summary and the jobs table, as HTML (the status panel, ``%fray jobs``) and as text (terminals,
+``--wait``, the error a failed job raises).
+
+Rules: every piece of text that comes from the job or the controller (names, ids, errors,
+reasons, worker ids, log lines) is HTML-escaped; a log line is shown as ``[<task>] <text>``, with
+``[<task>:<attempt>]`` for a retry; times are the controller's, in epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Final
+
+from fray_jupyter.client.logs import split_key
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+
+J = job_pb2
+
+BADGE_COLORS: Final[dict[str, str]] = {
+    "pending": "var(--jp-warn-color1,#b26a00)",
+    "building": "var(--jp-brand-color1,#1976d2)",
+    "running": "var(--jp-brand-color1,#1976d2)",
+    "assigned": "var(--jp-brand-color1,#1976d2)",
+    "succeeded": "var(--jp-success-color1,#2e7d32)",
+    "failed": "var(--jp-error-color1,#c62828)",
+    "worker_failed": "var(--jp-error-color1,#c62828)",
+    "unschedulable": "var(--jp-error-color1,#c62828)",
+    "cosched_failed": "var(--jp-error-color1,#c62828)",
+    "preempted": "var(--jp-warn-color1,#b26a00)",
+    "killed": "var(--jp-ui-font-color2,#616161)",
+}
+"""Badge colour by state name (job and task states share names); others are grey."""
+OTHER_COLOR: Final[str] = "var(--jp-ui-font-color2,#616161)"
+SUMMARY_LOG_LINES: Final[int] = 12
+MAX_CELL_CHARS: Final[int] = 160
+
+STYLE: Final[str] = """<style>
+/* fray-jupyter job status: put on a page once (each new sheet restyles the page) */
+.fray-status{font-size:var(--jp-ui-font-size1,13px);color:var(--jp-ui-font-color1,#222);line-height:1.4}
+.fray-status code,.fray-status pre{font-family:var(--jp-code-font-family,monospace);font-size:12px}
+.fray-badge{display:inline-block;padding:0 8px;border-radius:9px;color:#fff;font-size:11px;font-weight:600;
+ letter-spacing:.03em;vertical-align:middle}
+.fray-status table{border-collapse:collapse}
+.fray-status td,.fray-status th{padding:1px 12px 1px 0;text-align:left;vertical-align:top}
+.fray-status th{color:var(--jp-ui-font-color2,#666);font-weight:normal}
+.fray-dim{opacity:.7}
+.fray-log-scroll{display:flex;flex-direction:column-reverse;max-height:18em;overflow:auto;
+ background:var(--jp-layout-color2,#f5f5f5);border-radius:4px}
+.fray-log{margin:0;padding:4px 6px;white-space:pre-wrap;word-break:break-all}
+.fray-failure{border-left:4px solid var(--jp-error-color1,#c62828);padding:4px 8px;
+ background:var(--jp-error-color3,#fdecea)}
+.fray-failure pre{margin:4px 0 0;white-space:pre-wrap}
+</style>"""
+
+
+# -- names and small formats -----------------------------------------------------------------------
+def job_state_name(state: int) -> str:
+    """``JOB_STATE_RUNNING`` -> ``"running"``."""
+    return str(J.JobState.Name(state)).removeprefix("JOB_STATE_").lower()
+
+
+def task_state_name(state: int) -> str:
+    """``TASK_STATE_RUNNING`` -> ``"running"``."""
+    return str(J.TaskState.Name(state)).removeprefix("TASK_STATE_").lower()
+
+
+def task_label(task_id: str) -> str:
+    """``/alice/train/3`` -> ``"3"`` (the index within its job)."""
+    return task_id.rpartition("/")[2] or task_id
+
+
+def log_prefix(entry: LogEntry) -> str:
+    """``[3]`` for a first attempt's line, ``[3:1]`` for a retry's."""
+    task_id, attempt = split_key(entry.key)
+    attempt = attempt or entry.attempt_id
+    label = task_label(task_id)
+    return f"[{label}:{attempt}]" if attempt else f"[{label}]"
+
+
+def log_line(entry: LogEntry) -> str:
+    """A log row as one line of text with its task prefix."""
+    return f"{log_prefix(entry)} {entry.data}"
+
+
+def duration(seconds: float) -> str:
+    """``350 ms``, ``4.2 s``, ``1m 05s``, ``2h 03m``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def now_ms() -> int:
+    """Wall-clock time in epoch milliseconds."""
+    return int(time.time() * 1000)
+
+
+def is_terminal(status: J.JobStatus) -> bool:
+    """Whether the job's state can no longer change."""
+    return status.state in (J.JOB_STATE_SUCCEEDED, J.JOB_STATE_FAILED, J.JOB_STATE_KILLED,
+                            J.JOB_STATE_WORKER_FAILED, J.JOB_STATE_UNSCHEDULABLE)
+
+
+def elapsed(status: J.JobStatus, now: int | None = None) -> str:
+    """How long the job has waited or run: ``queued 3.0 s`` (since submission), ``running 1m 02s``
+    (since it started), ``took 5.2 s`` (submission to end)."""
+    now = now_ms() if now is None else now
+    submitted = status.submitted_at.epoch_ms if status.HasField("submitted_at") else now
+    started = status.started_at.epoch_ms if status.HasField("started_at") and status.started_at.epoch_ms else None
+    if is_terminal(status):  # end to end: what the user waited
+        end = status.finished_at.epoch_ms if status.HasField("finished_at") else now
+        return f"took {duration(max(0, end - submitted) / 1000)}"
+    if started is None:
+        return f"queued {duration(max(0, now - submitted) / 1000)}"
+    return f"running {duration(max(0, now - started) / 1000)}"
+
+
+def _cut(text: str, limit: int = MAX_CELL_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# -- HTML ------------------------------------------------------------------------------------------
+def badge_html(name: str) -> str:
+    """A coloured pill with the state's name."""
+    color = BADGE_COLORS.get(name, OTHER_COLOR)
+    return f'<span class="fray-badge fray-state-{escape(name)}" style="background:{color}">{escape(name.upper())}</span>'
+
+
+def header_html(status: J.JobStatus, now: int | None = None) -> str:
+    """Job id and name, state badge, elapsed time, and the controller's status message."""
+    name = f' <span class="fray-dim">{escape(status.name)}</span>' if status.name and status.name != status.job_id else ""
+    message = (f'<div class="fray-dim fray-status-message">{escape(_cut(status.status_message, 300))}</div>'
+               if status.status_message else "")
+    return (f'<div class="fray-status"><code class="fray-job-id">{escape(status.job_id)}</code>{name} '
+            f"{badge_html(job_state_name(status.state))} "
+            f'<span class="fray-elapsed fray-dim">{escape(elapsed(status, now))}</span>{message}</div>')
+
+
+def reason_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus] = ()) -> str:
+    """Why the job is not running yet (PENDING) or never will (UNSCHEDULABLE); empty otherwise."""
+    if status.state not in (J.JOB_STATE_PENDING, J.JOB_STATE_UNSCHEDULABLE):
+        return ""
+    reason = status.pending_reason or status.error or next((t.pending_reason for t in tasks if t.pending_reason), "")
+    if not reason:
+        return ""
+    label = "Pending" if status.state == J.JOB_STATE_PENDING else "Unschedulable"
+    return f'<div class="fray-status fray-reason"><b>{label}:</b> {escape(_cut(reason, 500))}</div>'
+
+
+def tasks_html(tasks: Sequence[J.TaskStatus]) -> str:
+    """One row per task: index, state, attempt, exit code (once finished), worker, error or reason."""
+    if not tasks:
+        return '<div class="fray-status fray-dim">no tasks yet</div>'
+    rows = []
+    for task in tasks:
+        name = task_state_name(task.state)
+        finished = task.HasField("finished_at") and task.finished_at.epoch_ms > 0
+        note = task.error or task.pending_reason
+        rows.append(
+            f'<tr class="fray-task"><td>{escape(task_label(task.task_id))}</td><td>{badge_html(name)}</td>'
+            f"<td>{task.current_attempt_id}</td><td>{task.exit_code if finished else ''}</td>"
+            f"<td>{escape(task.worker_id)}</td><td class=\"fray-dim\">{escape(_cut(note))}</td></tr>")
+    return ('<table class="fray-status fray-tasks"><tr><th>task</th><th>state</th><th>attempt</th>'
+            f'<th>exit</th><th>worker</th><th></th></tr>{"".join(rows)}</table>')
+
+
+def logs_html(lines: Iterable[str]) -> str:
+    """The log tail in a box that stays scrolled to its newest line."""
+    text = "\n".join(lines)
+    if not text:
+        return '<div class="fray-status fray-dim fray-log-empty">no log lines yet</div>'
+    return f'<div class="fray-status fray-log-scroll"><pre class="fray-log">{escape(text)}</pre></div>'
+
+
+def failure_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: Sequence[str]) -> str:
+    """The failure summary (see ``failure_summary``) for a job that ended without succeeding."""
+    if not is_terminal(status) or status.state == J.JOB_STATE_SUCCEEDED:
+        return ""
+    head, *rest = failure_summary(status, tasks, lines)
+    return (f'<div class="fray-status fray-failure"><b>{escape(head)}</b>'
+            f'<pre>{escape(chr(10).join(rest))}</pre></div>')
+
+
+# -- text ------------------------------------------------------------------------------------------
+def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: Sequence[str],
+                    now: int | None = None) -> list[str]:
+    """Lines saying how a job ended: the state, exit code and error; each task that did not
+    succeed; the last ``SUMMARY_LOG_LINES`` log lines."""
+    state = job_state_name(status.state).upper()
+    exit_code = f", exit code {status.exit_code}" if status.exit_code else ""
+    error = f": {_cut(status.error, 300)}" if status.error else ""
+    summary = [f"job {status.job_id} {state} ({elapsed(status, now)}{exit_code}){error}"]
+    for task in tasks:
+        if task.state != J.TASK_STATE_SUCCEEDED:
+            code = f", exit code {task.exit_code}" if task.HasField("finished_at") and task.exit_code else ""
+            why = f": {_cut(task.error)}" if task.error else ""
+            summary.append(f"task {task_label(task.task_id)}: {task_state_name(task.state).upper()}{code}{why}")
+    tail = list(lines)[-SUMMARY_LOG_LINES:]
+    if tail:
+        summary.append(f"last {len(tail)} log line{'s' if len(tail) != 1 else ''}:")
+        summary += [f"  {line}" for line in tail]
+    return summary
+
+
+def status_text(status: J.JobStatus, tasks: Sequence[J.TaskStatus], now: int | None = None) -> str:
+    """A few lines for terminals: id, state, progress, elapsed, then one line per task."""
+    head = (f"{status.job_id}  {job_state_name(status.state).upper()}  "
+            f"{status.completed_count}/{status.task_count} tasks  {elapsed(status, now)}")
+    lines = [head]
+    reason = status.pending_reason if status.state == J.JOB_STATE_PENDING else status.error
+    if reason:
+        lines.append(f"  {_cut(reason, 300)}")
+    for task in tasks:
+        code = f" exit {task.exit_code}" if task.HasField("finished_at") and task.finished_at.epoch_ms else ""
+        lines.append(f"  task {task_label(task.task_id)}: {task_state_name(task.state)} "
+                     f"attempt {task.current_attempt_id}{code}")
+    return "\n".join(lines)
+
+
+# -- the jobs table ------------------------------------------------------------------------------
+JOB_COLUMNS: Final[tuple[str, ...]] = ("job", "state", "tasks", "submitted", "elapsed", "user")
+
+
+def _job_row(status: J.JobStatus, now: int) -> tuple[str, ...]:
+    submitted = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.submitted_at.epoch_ms / 1000))
+                 if status.submitted_at.epoch_ms else "")
+    return (status.job_id, job_state_name(status.state), f"{status.completed_count}/{status.task_count}",
+            submitted, elapsed(status, now), status.submitting_user)
+
+
+def jobs_text(jobs: Sequence[J.JobStatus], now: int | None = None) -> str:
+    """The jobs as an aligned text table (newest first, as given)."""
+    now = now_ms() if now is None else now
+    if not jobs:
+        return "no jobs"
+    rows = [JOB_COLUMNS, *(_job_row(job, now) for job in jobs)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(JOB_COLUMNS))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def jobs_html(jobs: Sequence[J.JobStatus], now: int | None = None) -> str:
+    """The jobs as an HTML table with state badges."""
+    now = now_ms() if now is None else now
+    if not jobs:
+        return f'{STYLE}<div class="fray-status fray-dim">no jobs</div>'
+    head = "".join(f"<th>{name}</th>" for name in JOB_COLUMNS)
+    body = []
+    for job in jobs:
+        cells = list(map(escape, _job_row(job, now)))
+        cells[0], cells[1] = f"<code>{cells[0]}</code>", badge_html(job_state_name(job.state))
+        body.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    return f'{STYLE}<table class="fray-status fray-jobs"><tr>{head}</tr>{"".join(body)}</table>'

@@ -1,0 +1,221 @@
+"""``JobStatusPanel``: one job, live, in a notebook output — stock ipywidgets over ``views.job``.
+
+Rules:
+
+* A background thread polls the controller (``refresh``): status, tasks, and the log rows after
+  the panel's cursor (all tasks, task-prefixed). It polls every ``poll_first`` seconds while
+  something changes and backs off by ``BACKOFF`` per quiet poll up to ``poll_max``, so an idle
+  job costs little; it stops once the job is terminal and its last log rows are in. The kernel
+  stays free for other cells meanwhile (ipykernel sends widget updates from threads).
+* Failures to reach the controller are shown in the panel and retried at ``poll_max``; nothing a
+  poll or a click raises reaches the notebook.
+* Everything the job or controller wrote is HTML-escaped by ``views.job``.
+* Cancel asks the controller to terminate the job and polls at once; the button is disabled once
+  the job is terminal.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from html import escape
+from typing import Any, Final
+
+import ipywidgets as widgets
+
+from fray_jupyter.client.client import FrayClient
+from fray_jupyter.client.errors import FrayError
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.views import job as view
+
+BACKOFF: Final[float] = 1.6
+LOG_LINES: Final[int] = 200
+DRAIN_GRACE: Final[float] = 0.2
+"""Seconds between seeing the job finish and the last log fetch (late rows reach the store)."""
+
+
+class JobStatusPanel(widgets.VBox):
+    """Live status of ``job_id`` on ``client``'s controller: polled once at once, then in the
+    background. ``start=False`` leaves all polling to the caller (``refresh()``); ``log_lines``
+    bounds the tail kept and shown."""
+
+    def __init__(self, client: FrayClient, job_id: str, *, start: bool = True, log_lines: int = LOG_LINES,
+                 poll_first: float = 0.25, poll_max: float = 5.0, **kwargs: Any) -> None:
+        self.client, self.job_id = client, job_id
+        self.poll_first, self.poll_max = poll_first, poll_max
+        self.status: job_pb2.JobStatus | None = None
+        self.task_list: tuple[job_pb2.TaskStatus, ...] = ()
+        self.lines: deque[str] = deque(maxlen=log_lines)
+        self.cursor = 0
+        self._lock = threading.RLock()
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._unreachable = False
+
+        self.header = widgets.HTML(view.header_html(job_pb2.JobStatus(job_id=job_id)))
+        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="0/0",
+                                            layout=widgets.Layout(width="420px"))
+        self.reason = widgets.HTML()
+        self.tasks = widgets.HTML()
+        self.logs = widgets.HTML(view.logs_html(()))
+        self.failure = widgets.HTML()
+        self.message = widgets.HTML()
+        self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="danger",
+                                            tooltip="terminate the job and all its tasks")
+        self.cancel_button.on_click(self._on_cancel)
+        for widget, name in ((self.header, "header"), (self.progress, "progress"), (self.reason, "reason"),
+                             (self.tasks, "tasks"), (self.logs, "logs"), (self.failure, "failure"),
+                             (self.message, "message"), (self.cancel_button, "cancel")):
+            widget.add_class(f"fray-status-{name}")
+        toolbar = widgets.HBox([self.progress, self.cancel_button], layout=widgets.Layout(align_items="center"))
+        style = widgets.HTML(view.STYLE, layout=widgets.Layout(display="none"))  # once, not on every redraw
+        super().__init__([style, self.header, toolbar, self.reason, self.failure, self.tasks, self.logs, self.message],
+                         **kwargs)
+        self.add_class("fray-status-panel")
+        if start:
+            self.refresh()  # shown filled in (and as text where widgets are not rendered)
+            self.start()
+
+    # -- state -------------------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        """The job state's name (``"running"``), ``"unknown"`` before the first poll."""
+        return view.job_state_name(self.status.state) if self.status is not None else "unknown"
+
+    @property
+    def done(self) -> bool:
+        """Whether the job is terminal (its panel no longer changes)."""
+        return self.status is not None and view.is_terminal(self.status)
+
+    # -- polling -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the background poller (once; not for a job already seen terminal)."""
+        if self._thread is None and not self.done:
+            self._thread = threading.Thread(target=self._run, name=f"fray-status {self.job_id}", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop polling (the panel keeps what it shows)."""
+        self._stopped.set()
+        self._wake.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the poller to finish (the job is terminal, or ``stop()``); True if it did."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
+
+    def close(self) -> None:
+        """Stop polling and close the widgets."""
+        self.stop()
+        super().close()
+
+    def refresh(self) -> bool:
+        """Poll once and redraw; True if anything changed. Errors are shown, not raised."""
+        with self._lock:
+            try:
+                changed = self._poll()
+            except FrayError as error:
+                self._unreachable = True
+                self.message.value = self._note(f"{error} (retrying)", error=True)
+                return False
+            if self._unreachable:
+                self._unreachable, self.message.value = False, ""
+            self._render()
+            return changed
+
+    def _poll(self) -> bool:
+        was_terminal = self.done
+        status = self.client.status(self.job_id)
+        tasks = self.client.tasks(self.job_id)
+        fetched = self._fetch_logs()
+        while view.is_terminal(status) and not was_terminal:  # drain the rows written as it ended
+            time.sleep(DRAIN_GRACE)
+            if not (more := self._fetch_logs()):
+                break
+            fetched += more
+        changed = (self.status is None or status.state != self.status.state or tasks != self.task_list
+                   or fetched > 0)
+        self.status, self.task_list = status, tasks
+        return changed
+
+    def _fetch_logs(self) -> int:
+        page = self.client.logs(self.job_id, cursor=self.cursor)
+        self.cursor = page.cursor
+        self.lines.extend(view.log_line(entry) for entry in page.entries)
+        return len(page.entries)
+
+    def _run(self) -> None:
+        delay = self.poll_first
+        while not self._stopped.is_set():
+            self._wake.wait(self.poll_max if self._unreachable else delay)
+            self._wake.clear()
+            if self._stopped.is_set():
+                return
+            try:
+                changed = self.refresh()
+            except Exception as error:  # noqa: BLE001 - a poller must never die with a traceback
+                self.message.value = self._note(f"status panel error: {type(error).__name__}: {error}", error=True)
+                changed = False
+            if self.done:
+                return
+            delay = self.poll_first if changed else min(delay * BACKOFF, self.poll_max)
+
+    # -- drawing -----------------------------------------------------------------------------------
+    def _render(self) -> None:
+        status, tasks = self.status, self.task_list
+        if status is None:
+            return
+        self.header.value = view.header_html(status)
+        total = status.task_count or len(tasks) or 1
+        self.progress.max = total
+        self.progress.value = min(status.completed_count, total)
+        self.progress.description = f"{status.completed_count}/{status.task_count}"
+        self.progress.bar_style = {job_pb2.JOB_STATE_SUCCEEDED: "success", job_pb2.JOB_STATE_KILLED: "warning"}.get(
+            status.state, "danger" if view.is_terminal(status) else "info")
+        self.reason.value = view.reason_html(status, tasks)
+        self.tasks.value = view.tasks_html(tasks)
+        self.logs.value = view.logs_html(self.lines)
+        self.failure.value = view.failure_html(status, tasks, list(self.lines))
+        if view.is_terminal(status):
+            self.cancel_button.disabled = True
+
+    @staticmethod
+    def _note(text: str, *, error: bool = False) -> str:
+        color = "var(--jp-error-color1,#c62828)" if error else "var(--jp-ui-font-color2,#666)"
+        return f'<div class="fray-status" style="color:{color}">{escape(text)}</div>'
+
+    # -- cancel ------------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Terminate the job (its tasks end KILLED) and poll at once."""
+        self.cancel_button.disabled = True
+        self.cancel_button.description = "Cancelling…"
+        try:
+            self.client.terminate(self.job_id)
+        except FrayError as error:
+            self.cancel_button.disabled, self.cancel_button.description = False, "Cancel"
+            self.message.value = self._note(f"cancel failed: {error}", error=True)
+            return
+        self.cancel_button.description = "Cancelled"
+        self.message.value = self._note("cancel requested")
+        if self._thread is not None and self._thread.is_alive():
+            self._wake.set()
+        else:
+            self.refresh()
+
+    def _on_cancel(self, _button: widgets.Button) -> None:
+        try:
+            self.cancel()
+        except Exception as error:  # noqa: BLE001 - raised in a click handler it would vanish; show it
+            self.message.value = self._note(f"cancel failed: {type(error).__name__}: {error}", error=True)
+
+    # -- non-widget front ends -----------------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+        bundle: dict[str, Any] | None = super()._repr_mimebundle_(**kwargs)
+        if bundle is not None and self.status is not None:
+            bundle["text/plain"] = view.status_text(self.status, self.task_list)
+        return bundle
+

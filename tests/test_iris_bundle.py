@@ -1,0 +1,70 @@
+"""Workspace bundles as Iris builds them, and ``plan(bundle=...)`` sending one as ``bundle_blob``."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from fray_jupyter.iris.bundle import MAX_BUNDLE_SIZE_BYTES, create_workspace_zip
+from fray_jupyter.planning import plan
+from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
+from tests.assertions import one_line_value_error
+
+
+def _tree(root: Path) -> None:
+    for name, text in {"pkg/mod.py": "X = 1\n", "main.py": "print(1)\n", "notes.ipynb": "{}",
+                       "pkg/__pycache__/mod.cpython-312.pyc": "", "tests/test_x.py": "", ".venv/bin/python": "",
+                       "build/out.bin": "big", ".gitignore": "build/\n"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def _names(blob: bytes) -> list[str]:
+    with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+        return sorted(archive.namelist())
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_git_work_tree_bundles_what_git_lists_minus_irises_exclusions(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "main.py"], cwd=tmp_path, check=True)  # pkg/ stays untracked, not ignored
+    bundle = create_workspace_zip(tmp_path)
+    assert bundle.files == (".gitignore", "main.py", "pkg/mod.py")  # build/ ignored; tests, notebooks excluded
+    assert _names(bundle.blob) == list(bundle.files) and "git lists" in bundle.note
+
+
+def test_a_plain_directory_bundles_every_file_and_says_so(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    bundle = create_workspace_zip(tmp_path)
+    assert bundle.files == (".gitignore", "build/out.bin", "main.py", "pkg/mod.py")
+    assert "is not a git work tree" in bundle.note
+
+
+def test_the_cap_names_the_size(tmp_path: Path) -> None:
+    (tmp_path / "data.bin").write_bytes(os.urandom(100_000))
+    with pytest.raises(ValueError) as raised:
+        create_workspace_zip(tmp_path, max_bytes=1000)
+    one_line_value_error(raised, str(tmp_path), "MiB cap (0.", "MiB")
+    assert MAX_BUNDLE_SIZE_BYTES == 25 * 2**20
+
+
+def test_a_missing_directory_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as raised:
+        create_workspace_zip(tmp_path / "nope")
+    one_line_value_error(raised, "nope", "is not a directory")
+
+
+def test_plan_sends_the_bundle_as_bundle_blob(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text("A = 1\n")
+    bundle = create_workspace_zip(tmp_path)
+    job = JobRequest(name="b", entrypoint=Entrypoint.from_cell("import helper"), resources=ResourceConfig())
+    with_bundle, without = plan(job, user="u", bundle=bundle.blob), plan(job, user="u")
+    assert with_bundle.request.bundle_blob == bundle.blob and with_bundle.bundle_size == len(bundle.blob)
+    assert without.request.bundle_blob == b"" and without.bundle_size == 0

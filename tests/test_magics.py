@@ -1,0 +1,380 @@
+"""``%%fray`` and ``%fray`` in a real IPython shell, against a real embedded controller process:
+submission and per-task logs, ``--dry-run`` against the picker's preview, ``--wait`` on a failing
+job, cancelling (line magic and the panel's button), settings, and the error conventions."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing.globalipapp import get_ipython
+from IPython.utils.capture import capture_output
+from traitlets.config import Config
+
+from fray_jupyter.client import FrayClient
+from fray_jupyter.handle import JobHandle
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.magics import ControllerError, FrayMagics, JobFailed
+from fray_jupyter.planning import Plan, plan
+from fray_jupyter.resources import Entrypoint, ResourceConfig
+from fray_jupyter.views.preview import render_preview_html
+from fray_jupyter.widgets.picker import ResourcePicker
+from fray_jupyter.widgets.status import JobStatusPanel
+from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
+from tests.jupyter_isolation import isolated_jupyter
+
+USER = "tester"
+PER_TASK_ENV = ("import os\n"
+                "print('task', os.environ['IRIS_TASK_INDEX'], 'of', os.environ['IRIS_NUM_TASKS'],\n"
+                "      'id', os.environ['IRIS_TASK_ID'])\n")
+LONG = "import time\nprint('started', flush=True)\ntime.sleep(60)\n"
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
+    """A real embedded controller that the magics find through the (isolated) runtime file."""
+    root = tmp_path_factory.mktemp("magics")
+    with isolated_jupyter(root) as runtime, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("IRIS_USER", USER)
+        process = start_controller(root / "state", "--slots", "16", runtime_file=runtime / "fray-controller.json")
+        try:
+            yield process
+        finally:
+            stop_quietly(process)
+
+
+@pytest.fixture(scope="module")
+def ip(controller: ControllerProcess) -> InteractiveShell:
+    shell = get_ipython()
+    shell.run_line_magic("load_ext", "fray_jupyter.magics")
+    return shell
+
+
+@pytest.fixture(scope="module")
+def client(controller: ControllerProcess) -> Iterator[FrayClient]:
+    with FrayClient(controller.info.url, controller.info.token) as opened:
+        yield opened
+
+
+def fray(ip: InteractiveShell, line: str, cell: str | None = None) -> Any:
+    """Run ``%%fray line`` with ``cell`` (or ``%fray line`` when cell is None)."""
+    return ip.run_line_magic("fray", line) if cell is None else ip.run_cell_magic("fray", line, cell)
+
+
+def wait_until(predicate: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+# -- submitting ------------------------------------------------------------------------------------
+def test_a_cell_runs_as_a_job_with_per_task_env_and_logs(ip: InteractiveShell, client: FrayClient) -> None:
+    with capture_output() as captured:
+        panel = fray(ip, "--replicas 3 --name per-task-env -o job", PER_TASK_ENV)
+    assert isinstance(panel, JobStatusPanel) and panel.job_id == f"/{USER}/per-task-env"
+    job = ip.user_ns["job"]
+    assert isinstance(job, JobHandle) and job.job_id == panel.job_id
+    assert job.wait(timeout=30).state == job_pb2.JOB_STATE_SUCCEEDED
+    assert panel.join(timeout=20) and panel.state == "succeeded"
+    expected = {f"[{i}] task {i} of 3 id /{USER}/per-task-env/{i}:0" for i in range(3)}
+    assert set(job.logs()) == expected
+    assert expected <= set(panel.lines)
+    assert panel.progress.value == 3 and panel.progress.description == "3/3"
+    assert panel.tasks.value.count('class="fray-task"') == 3
+    assert "note: JobRequest.replicas=3" in captured.stdout  # plan warnings are shown, not swallowed
+
+
+def test_dry_run_shows_exactly_the_pickers_preview_and_sends_nothing(ip: InteractiveShell,
+                                                                      client: FrayClient) -> None:
+    picker = ResourcePicker(ResourceConfig.with_tpu("v5p-8", slice_count=2, regions=["us-central1"]))
+    picker.controls.name.value = "dry"
+    ip.user_ns["picker"] = picker
+    body = "print('hello')\n"
+    with capture_output() as captured:
+        fray(ip, "--dry-run --resources picker --name dry -o planned", body)
+    (output,) = captured.outputs
+    html = output.data["text/html"]
+    same = plan(picker.job(Entrypoint.from_cell(body)), user=USER)
+    assert html == render_preview_html(same)  # with its style sheet: a dry run's output stands alone
+    assert isinstance(ip.user_ns["planned"], Plan) and ip.user_ns["planned"].request == same.request
+    # The picker's own live preview differs only where it runs its command instead of the cell.
+    shown = render_preview_html(same, style=False)
+    assert shown.split("<h4>Snippets</h4>")[0] == picker.preview.value.split("<h4>Snippets</h4>")[0]
+    assert "Replicas" in output.data["text/plain"] and "/tester/dry" in output.data["text/plain"]
+    assert all(j.job_id != f"/{USER}/dry" for j in client.list(limit=1000).jobs)
+
+
+def test_resources_may_be_marins_own_resource_config(ip: InteractiveShell) -> None:
+    marin = pytest.importorskip("fray.types", reason="needs marin-fray (Python >= 3.12)")
+    ip.user_ns["marin_rc"] = marin.ResourceConfig.with_tpu("v5p-8", slice_count=2)
+    fray(ip, "--dry-run --resources marin_rc -o from_marin", "print(1)\n")
+    fray(ip, "--dry-run --tpu v5p-8 --slices 2 -o from_flags", "print(1)\n")
+    assert ip.user_ns["from_marin"].request == ip.user_ns["from_flags"].request
+
+
+def test_default_name_is_stable_so_dry_run_shows_the_id_that_is_sent(ip: InteractiveShell) -> None:
+    fray(ip, "--dry-run -o first", "print(1)\n")
+    fray(ip, "--dry-run -o again --cpu 1", "print(1)\n")  # --cpu 1 is the default: the same job
+    fray(ip, "--dry-run -o other --cpu 2", "print(1)\n")
+    first, again, other = (ip.user_ns[name].job_id for name in ("first", "again", "other"))
+    assert first == again and first != other and first.startswith(f"/{USER}/cell-")
+
+
+def test_quotes_are_removed_and_notebook_variables_expand(ip: InteractiveShell) -> None:
+    ip.user_ns["run"] = 7
+    fray(ip, "--dry-run -o quoted -e GREETING 'hello world' --name run-{run}", "print(1)\n")
+    planned = ip.user_ns["quoted"]
+    assert planned.job_id == f"/{USER}/run-7"
+    assert ("GREETING", "hello world") in [(var.name, var.value) for var in planned.env]
+
+
+def test_wait_streams_logs_and_a_failing_job_fails_the_cell_with_its_summary(ip: InteractiveShell) -> None:
+    cell = ("%%fray --wait --name will-fail\n"
+            "print('about to fail')\n"
+            "raise ValueError('the <b>data</b> was bad')\n")
+    with capture_output() as captured:
+        result = ip.run_cell(cell)
+    error = result.error_in_exec
+    assert isinstance(error, JobFailed) and error.job_id == f"/{USER}/will-fail" and error.state == "FAILED"
+    rendered = "\n".join(error._render_traceback_())
+    assert "[0] about to fail" in captured.stdout  # streamed while waiting
+    assert f"job /{USER}/will-fail FAILED" in rendered and "exit code 1" in rendered
+    assert "task 0: FAILED" in rendered and "ValueError: the <b>data</b> was bad" in rendered
+    assert "magics/core.py" not in captured.stdout + captured.stderr  # no traceback of ours, only the summary
+    with capture_output() as captured:
+        ok = ip.run_cell("%%fray --wait --name will-pass\nprint('fine')\n")
+    assert ok.success and "[0] fine" in captured.stdout and f"/{USER}/will-pass SUCCEEDED" in captured.stdout
+
+
+def test_cancel_from_the_line_magic(ip: InteractiveShell, client: FrayClient) -> None:
+    with capture_output():
+        panel = fray(ip, "--name to-cancel", LONG)
+    wait_until(lambda: any("started" in line for line in panel.lines))
+    with capture_output() as captured:
+        fray(ip, "cancel to-cancel")
+    assert f"cancelled /{USER}/to-cancel (was RUNNING)" in captured.stdout
+    assert panel.join(timeout=20) and panel.state == "killed"
+    assert client.status(f"/{USER}/to-cancel").state == job_pb2.JOB_STATE_KILLED
+    assert panel.cancel_button.disabled and "KILLED" in panel.failure.value
+    with capture_output() as captured:
+        fray(ip, f"cancel /{USER}/to-cancel")
+    assert "already finished (KILLED)" in captured.stdout
+
+
+def test_rerunning_a_running_cell_shows_that_job_instead_of_starting_another(ip: InteractiveShell) -> None:
+    with capture_output():
+        first = fray(ip, "", LONG)
+    with capture_output() as captured:
+        second = fray(ip, "", LONG)
+    assert second.job_id == first.job_id and "was already running, so this is that job" in captured.stdout
+    first.cancel()
+    assert first.join(timeout=20) and second.join(timeout=20) and second.state == "killed"
+
+
+def test_cancel_from_the_panels_button(ip: InteractiveShell, client: FrayClient) -> None:
+    with capture_output():
+        panel = fray(ip, "--name button-cancel --replicas 2", LONG)
+    wait_until(lambda: panel.state == "running")
+    panel.cancel_button.click()
+    assert panel.join(timeout=20) and panel.state == "killed"
+    assert client.status(panel.job_id).state == job_pb2.JOB_STATE_KILLED
+    assert all(task.state == job_pb2.TASK_STATE_KILLED for task in client.tasks(panel.job_id))
+
+
+def test_status_logs_and_jobs_commands(ip: InteractiveShell) -> None:
+    with capture_output():
+        fray(ip, "--wait --name for-commands --replicas 2", "print('line one')\nprint('line two')\n")
+        panel = fray(ip, "status for-commands")
+    assert isinstance(panel, JobStatusPanel) and panel.join(timeout=10) and panel.state == "succeeded"
+    with capture_output() as captured:
+        fray(ip, "logs for-commands")
+    assert captured.stdout.count("line one") == 2 and "[1] line two" in captured.stdout
+    with capture_output() as captured:
+        fray(ip, f"logs /{USER}/for-commands --tail 1 --follow")
+    assert len(captured.stdout.strip().splitlines()) == 1
+    with capture_output() as captured:
+        fray(ip, "jobs --name for-commands")
+    (table,) = captured.outputs
+    assert f"/{USER}/for-commands" in table.data["text/plain"] and "succeeded" in table.data["text/html"]
+
+
+def test_workspace_modules_travel_with_the_cell(ip: InteractiveShell, tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text("def answer():\n    return 42\n")
+    with capture_output() as captured:
+        fray(ip, f"--wait --workspace {tmp_path} --name with-workspace", "import helpers\nprint(helpers.answer())\n")
+    assert "[0] 42" in captured.stdout and "not a git work tree" in captured.stdout
+
+
+# -- controller failures --------------------------------------------------------------------------
+def test_an_unreachable_controller_fails_the_cell_with_a_short_actionable_error(ip: InteractiveShell) -> None:
+    with capture_output():
+        result = ip.run_cell("%%fray --controller http://127.0.0.1:1\nprint(1)\n")
+    error = result.error_in_exec
+    assert isinstance(error, ControllerError)
+    lines = error._render_traceback_()
+    assert "ControllerUnreachable" in lines[0] and "http://127.0.0.1:1" in lines[0]
+    assert any("%fray config" in line for line in lines) and len(lines) <= 4
+
+
+def test_an_unknown_job_is_a_controller_error_naming_it(ip: InteractiveShell) -> None:
+    with pytest.raises(ControllerError) as raised:
+        fray(ip, "status no-such-job")
+    assert raised.value.kind == "JobNotFound" and f"/{USER}/no-such-job" in str(raised.value)
+
+
+# -- settings -------------------------------------------------------------------------------------
+def test_config_shows_and_sets_the_settings(ip: InteractiveShell, controller: ControllerProcess) -> None:
+    with capture_output() as captured:
+        fray(ip, "config")
+    assert controller.info.url in captured.stdout and "embedded controller" in captured.stdout
+    assert f"user            {USER}" in captured.stdout and "$IRIS_USER" in captured.stdout
+    assert controller.info.token not in captured.stdout
+    try:
+        with capture_output() as captured:
+            fray(ip, "config user alice")
+        assert "alice" in captured.stdout and "(config)" in captured.stdout
+        fray(ip, "--dry-run -o as_alice", "print(1)\n")
+        assert ip.user_ns["as_alice"].job_id.startswith("/alice/cell-")
+    finally:
+        fray(ip, 'config user ""')
+    fray(ip, "--dry-run -o as_default", "print(1)\n")
+    assert ip.user_ns["as_default"].job_id.startswith(f"/{USER}/")
+
+
+def test_traitlets_config_sets_the_defaults(ip: InteractiveShell) -> None:
+    saved = ip.config.get("FrayMagics")
+    ip.config.FrayMagics = Config({"user": "from-config", "controller_url": "grpc://127.0.0.1:9"})
+    try:
+        magics = FrayMagics(shell=ip)
+        assert magics.user == "from-config" and magics.controller_url == "grpc://127.0.0.1:9"
+    finally:
+        if saved is None:
+            del ip.config["FrayMagics"]
+        else:
+            ip.config.FrayMagics = saved
+
+
+def test_generated_help_lists_every_flag(ip: InteractiveShell) -> None:
+    help_text = ip.find_cell_magic("fray").__doc__
+    for flag in ("--tpu", "--slices", "--gpu", "--cpu", "--memory", "--disk", "--replicas", "--region", "--zone",
+                 "--any-region", "--non-preemptible", "--alternative", "--env", "--image", "--priority",
+                 "--max-retries", "--name", "--controller", "--resources", "--workspace", "--dry-run", "--wait",
+                 "-o VAR"):
+        assert flag in help_text
+    with capture_output() as captured:
+        ip.run_cell("%%fray?")
+    assert "--resources VAR" in captured.stdout
+    assert "cancel" in ip.find_line_magic("fray").__doc__
+
+
+# -- the UsageError corpus ------------------------------------------------------------------------
+BIG = 26 * 1024 * 1024
+BAD_CELLS: list[tuple[str, str, str]] = [
+    # (line, cell, a fragment the one line must contain)
+    ("--bogus", "x = 1", "unrecognized arguments: --bogus"),
+    ("--tpu", "x = 1", "--tpu: expected one argument"),
+    ("--tpu v9-8", "x = 1", "'v9-8'"),
+    ("--tpu v5p-8 --gpu H100", "x = 1", "not allowed with argument --tpu"),
+    ("--gpu H100x99", "x = 1", "99"),
+    ("--gpu x8", "x = 1", "'x8'"),
+    ("--slices 2", "x = 1", "--slices needs --tpu"),
+    ("--tpu v5p-8 --slices two", "x = 1", "invalid int value: 'two'"),
+    ("--tpu v5p-8 --slices 0", "x = 1", "slice_count 0"),
+    ("--replicas 0", "x = 1", "replicas 0"),
+    ("--replicas -3", "x = 1", "replicas -3"),
+    ("--cpu lots", "x = 1", "invalid float value: 'lots'"),
+    ("--cpu -1", "x = 1", "cpu -1"),
+    ("--memory lots", "x = 1", "'lots'"),
+    ("--disk 12q", "x = 1", "'12q'"),
+    ("--region us-central1 --any-region", "x = 1", "--any-region cannot be combined with --region"),
+    ("--alternative v4-8", "x = 1", "--alternative needs"),
+    ("--priority urgent", "x = 1", "'urgent'"),
+    ("--name 'a b'", "x = 1", "got 'a b'"),
+    ("--name 123", "x = 1", "'123'"),
+    ("--name a/b", "x = 1", "'a/b'"),
+    ("--timeout -5", "x = 1", "-5"),
+    ("--max-retries many", "x = 1", "invalid int value: 'many'"),
+    ("--max-retries -1", "x = 1", "-1"),
+    ("-e ONLY_KEY", "x = 1", "expected 2 arguments"),
+    ("--name 'unclosed", "x = 1", "No closing quotation"),
+    ("--dry-run --wait", "x = 1", "--wait: not allowed with argument --dry-run"),
+    ("--resources nosuch", "x = 1", "no variable 'nosuch'"),
+    ("--resources number", "x = 1", "got int"),
+    ("--resources rc.nothing", "x = 1", "has no attribute 'nothing'"),
+    ("--resources rc --tpu v5p-8", "x = 1", "--resources rc cannot be combined with --tpu"),
+    ("--resources rc --zone us-central1-a --cpu 2", "x = 1", "cannot be combined with --cpu, --zone"),
+    ("--resources bad_picker", "x = 1", "the picker's settings are invalid"),
+    ("-o 1abc", "x = 1", "'1abc'"),
+    ("-o class", "x = 1", "'class'"),
+    ("--controller ftp://example", "x = 1", "'ftp://example'"),
+    ("--workspace /no/such/dir", "x = 1", "'/no/such/dir' is not a directory"),
+    ("--workspace {big}", "x = 1", "MiB"),
+    ("", "", "the cell body is empty"),  # IPython's own check (%fray is also a line magic)
+    ("--tpu v5p-8", "   \n\t\n", "the cell is empty"),
+    ("", "%time x = 1", "%magics and !shell lines are not available"),
+    ("", "def f(:\n    pass", "not valid Python"),
+]
+BAD_LINES: list[tuple[str, str]] = [
+    ("", "give a command"),
+    ("frobnicate", "invalid choice: 'frobnicate'"),
+    ("status", "required: ID"),
+    ("jobs --limit 0", "--limit must be at least 1, got 0"),
+    ("jobs --limit lots", "invalid int value: 'lots'"),
+    ("logs some-job --tail -2", "--tail must not be negative, got -2"),
+    ("status some-job --controller nope", "'nope'"),
+    ("config nosuch", "unknown setting 'nosuch'"),
+    ("config controller_url ftp://x", "'ftp://x'"),
+    ("config user 'a b'", "'a b'"),
+    ("config token_env 1X", "'1X'"),
+    ("cancel", "required: ID"),
+]
+
+
+@pytest.fixture(scope="module")
+def namespace(ip: InteractiveShell, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Variables the corpus refers to; returns the path of a workspace over the bundle cap."""
+    big = tmp_path_factory.mktemp("big")
+    (big / "blob.bin").write_bytes(os.urandom(BIG))
+    picker = ResourcePicker()
+    picker.controls.ram.value = "lots"
+    ip.user_ns.update(number=3, rc=ResourceConfig.with_cpu(), bad_picker=picker)
+    return str(big)
+
+
+def _one_usage_line(raised: pytest.ExceptionInfo[BaseException], fragment: str, magic: str) -> None:
+    error = raised.value
+    assert type(error) is UsageError, f"{type(error).__name__} is not a plain UsageError"
+    message = str(error)
+    assert "\n" not in message and message.startswith(magic), message
+    assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+@pytest.mark.parametrize(("line", "cell", "fragment"), BAD_CELLS, ids=[f"{i}:{c[0] or c[1][:12]}" for i, c in
+                                                                     enumerate(BAD_CELLS)])
+def test_bad_cell_magic_lines_raise_one_clear_usage_error(ip: InteractiveShell, namespace: str, line: str,
+                                                           cell: str, fragment: str) -> None:
+    with pytest.raises(UsageError) as raised:
+        fray(ip, line.format(big=namespace), cell)
+    _one_usage_line(raised, fragment, "%%fray")
+
+
+@pytest.mark.parametrize(("line", "fragment"), BAD_LINES, ids=[line or "(empty)" for line, _ in BAD_LINES])
+def test_bad_line_magic_lines_raise_one_clear_usage_error(ip: InteractiveShell, line: str, fragment: str) -> None:
+    with pytest.raises(UsageError) as raised:
+        fray(ip, line)
+    _one_usage_line(raised, fragment, "%fray")
+
+
+def test_the_shell_shows_a_usage_error_as_one_line_and_fails_the_cell(ip: InteractiveShell) -> None:
+    with capture_output() as captured:
+        result = ip.run_cell("%%fray --tpu v9-8\nprint(1)\n")
+    assert not result.success and type(result.error_in_exec) is UsageError
+    shown = [line for line in (captured.stdout + captured.stderr).splitlines() if line.strip()]
+    assert shown == ["UsageError: %%fray: unknown TPU type 'v9-8'; did you mean 'v4-8'?"]

@@ -1,0 +1,206 @@
+"""``JobStatusPanel`` and the ``views.job`` renderings it shows, over a scripted controller: what
+it draws for each state, escaping, the log cursor, back-off and stopping, errors, and Cancel.
+(The panel against the real controller, and its Cancel button, are in ``test_magics.py``.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from fray_jupyter.client.errors import ControllerUnreachable, InvalidRequest
+from fray_jupyter.client.logs import LogPage
+from fray_jupyter.iris.proto import job_pb2 as J
+from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+from fray_jupyter.iris.proto.time_pb2 import Timestamp
+from fray_jupyter.views import job as view
+from fray_jupyter.widgets.status import JobStatusPanel
+
+JOB = "/alice/train"
+XSS = "<img src=x onerror=alert(1)>"
+
+
+@dataclass
+class ScriptedController:
+    """A stand-in ``FrayClient``: the test sets ``state``/``tasks``/``rows``; every call is counted."""
+
+    state: int = J.JOB_STATE_RUNNING
+    error: str = ""
+    task_states: list[int] = field(default_factory=lambda: [J.TASK_STATE_RUNNING, J.TASK_STATE_RUNNING])
+    rows: list[LogEntry] = field(default_factory=list)
+    fail_with: Exception | None = None
+    terminate_error: Exception | None = None
+    calls: list[float] = field(default_factory=list)
+    terminated: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_log(self, task: int, text: str, attempt: int = 0) -> None:
+        with self.lock:
+            self.rows.append(LogEntry(key=f"{JOB}/{task}:{attempt}", data=text, attempt_id=attempt,
+                                      seq=len(self.rows) + 1))
+
+    def status(self, job_id: str) -> J.JobStatus:
+        self.calls.append(time.monotonic())
+        if self.fail_with is not None:
+            raise self.fail_with
+        done = sum(s in (J.TASK_STATE_SUCCEEDED, J.TASK_STATE_KILLED) for s in self.task_states)
+        status = J.JobStatus(job_id=job_id, name=f"train {XSS}", state=self.state, error=self.error,  # type: ignore[arg-type]
+                             task_count=len(self.task_states), completed_count=done,
+                             submitted_at=Timestamp(epoch_ms=1_000), pending_reason="no slot <free>",
+                             status_message="emulating v5p-8")
+        if view.is_terminal(status):
+            status.finished_at.epoch_ms = 6_200
+            status.exit_code = 0 if self.state == J.JOB_STATE_SUCCEEDED else 1
+        return status
+
+    def tasks(self, job_id: str) -> tuple[J.TaskStatus, ...]:
+        tasks = []
+        for index, state in enumerate(self.task_states):
+            task = J.TaskStatus(task_id=f"{job_id}/{index}", state=state, worker_id="fray-local",  # type: ignore[arg-type]
+                                current_attempt_id=0)
+            if state in (J.TASK_STATE_FAILED, J.TASK_STATE_SUCCEEDED, J.TASK_STATE_KILLED):
+                task.finished_at.epoch_ms = 6_000
+                task.exit_code = 2 if state == J.TASK_STATE_FAILED else 0
+                task.error = "command failed with exit code 2" if state == J.TASK_STATE_FAILED else ""
+            tasks.append(task)
+        return tuple(tasks)
+
+    def logs(self, job_id: str, *, cursor: int = 0, **_: object) -> LogPage:
+        with self.lock:
+            rows = tuple(row for row in self.rows if row.seq > cursor)
+        return LogPage(rows, max([cursor, *(row.seq for row in rows)]))
+
+    def terminate(self, job_id: str) -> None:
+        if self.terminate_error is not None:
+            raise self.terminate_error
+        self.terminated = True
+        self.state = J.JOB_STATE_KILLED
+        self.task_states = [J.TASK_STATE_KILLED for _ in self.task_states]
+
+
+def panel_for(controller: ScriptedController, **kwargs: object) -> JobStatusPanel:
+    return JobStatusPanel(controller, JOB, start=False, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_running_job_shows_id_name_badge_progress_tasks_and_prefixed_logs() -> None:
+    controller = ScriptedController(task_states=[J.TASK_STATE_SUCCEEDED, J.TASK_STATE_RUNNING])
+    controller.add_log(0, "hello from 0")
+    controller.add_log(1, "hello from 1")
+    panel = panel_for(controller)
+    assert panel.refresh()
+    assert JOB in panel.header.value and "fray-state-running" in panel.header.value
+    assert "train &lt;img" in panel.header.value and "emulating v5p-8" in panel.header.value
+    assert (panel.progress.value, panel.progress.max, panel.progress.description) == (1, 2, "1/2")
+    assert panel.progress.bar_style == "info"
+    assert panel.tasks.value.count('class="fray-task"') == 2 and "fray-local" in panel.tasks.value
+    assert list(panel.lines) == ["[0] hello from 0", "[1] hello from 1"]
+    assert panel.reason.value == "" and panel.failure.value == "" and not panel.cancel_button.disabled
+
+
+def test_the_log_tail_follows_the_cursor_and_keeps_the_newest_lines() -> None:
+    controller = ScriptedController()
+    panel = panel_for(controller, log_lines=3)
+    for text in ("a", "b"):
+        controller.add_log(0, text)
+    panel.refresh()
+    assert not panel.refresh()  # nothing new: no change
+    controller.add_log(1, "c", attempt=1)
+    controller.add_log(0, "d")
+    assert panel.refresh()
+    assert list(panel.lines) == ["[0] b", "[1:1] c", "[0] d"] and panel.cursor == 4
+
+
+def test_job_text_is_escaped_everywhere() -> None:
+    controller = ScriptedController(state=J.JOB_STATE_FAILED, error=f"died {XSS}",
+                                    task_states=[J.TASK_STATE_FAILED, J.TASK_STATE_SUCCEEDED])
+    controller.add_log(0, XSS)
+    panel = panel_for(controller)
+    panel.refresh()
+    shown = "".join(w.value for w in (panel.header, panel.tasks, panel.logs, panel.failure, panel.reason))
+    assert "<img" not in shown and shown.count("&lt;img src=x onerror=alert(1)&gt;") >= 3
+
+
+def test_pending_shows_the_reason() -> None:
+    panel = panel_for(ScriptedController(state=J.JOB_STATE_PENDING, task_states=[J.TASK_STATE_PENDING]))
+    panel.refresh()
+    assert "Pending:" in panel.reason.value and "no slot &lt;free&gt;" in panel.reason.value
+    assert "queued" in panel.header.value
+
+
+def test_a_failed_job_shows_a_summary_and_disables_cancel() -> None:
+    controller = ScriptedController(state=J.JOB_STATE_FAILED, error="task 0 failed",
+                                    task_states=[J.TASK_STATE_FAILED, J.TASK_STATE_SUCCEEDED])
+    for i in range(20):
+        controller.add_log(0, f"line {i}")
+    panel = panel_for(controller)
+    panel.refresh()
+    assert panel.done and panel.state == "failed" and panel.cancel_button.disabled
+    assert panel.progress.bar_style == "danger"
+    failure = panel.failure.value
+    assert f"job {JOB} FAILED (took 5.2 s, exit code 1): task 0 failed" in failure
+    assert "task 0: FAILED, exit code 2: command failed with exit code 2" in failure
+    assert "[0] line 19" in failure and "[0] line 7" not in failure  # only the last lines
+    assert "task 1" not in failure
+
+
+def test_succeeded_is_green_without_a_failure_summary() -> None:
+    panel = panel_for(ScriptedController(state=J.JOB_STATE_SUCCEEDED, task_states=[J.TASK_STATE_SUCCEEDED]))
+    panel.refresh()
+    assert panel.progress.bar_style == "success" and panel.failure.value == "" and "took 5.2 s" in panel.header.value
+    bundle = panel._repr_mimebundle_()
+    assert bundle is not None and bundle["text/plain"].startswith(f"{JOB}  SUCCEEDED  1/1 tasks")
+
+
+def test_polling_backs_off_while_idle_and_stops_when_the_job_ends() -> None:
+    controller = ScriptedController()
+    panel = JobStatusPanel(controller, JOB, poll_first=0.01, poll_max=0.08)  # type: ignore[arg-type]
+    time.sleep(0.6)
+    gaps = [b - a for a, b in zip(controller.calls, controller.calls[1:])]
+    assert len(gaps) >= 5 and gaps[-1] > 3 * gaps[0] and max(gaps) < 0.2
+    controller.add_log(0, "news")
+    time.sleep(0.2)
+    assert "[0] news" in panel.lines
+    controller.state, controller.task_states = J.JOB_STATE_SUCCEEDED, [J.TASK_STATE_SUCCEEDED] * 2
+    assert panel.join(timeout=2) and panel.state == "succeeded"
+    polls = len(controller.calls)
+    time.sleep(0.2)
+    assert len(controller.calls) == polls
+
+
+def test_an_unreachable_controller_is_shown_and_retried_not_raised() -> None:
+    controller = ScriptedController(fail_with=ControllerUnreachable("refused", url="http://127.0.0.1:1"))
+    panel = panel_for(controller)
+    assert not panel.refresh()
+    assert "cannot reach the Fray controller at http://127.0.0.1:1" in panel.message.value
+    controller.fail_with = None
+    panel.refresh()
+    assert panel.message.value == "" and panel.state == "running"
+
+
+def test_cancel_terminates_and_a_failed_cancel_is_shown() -> None:
+    controller = ScriptedController(terminate_error=InvalidRequest("nope", url="http://c", method="TerminateJob"))
+    panel = panel_for(controller)
+    panel.refresh()
+    panel.cancel_button.click()
+    assert "cancel failed" in panel.message.value and not panel.cancel_button.disabled
+    controller.terminate_error = None
+    panel.cancel_button.click()
+    assert controller.terminated and panel.state == "killed" and panel.cancel_button.disabled
+    assert panel.progress.bar_style == "warning"
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(4.24, "4.2 s"), (65, "1m 05s"), (7380, "2h 03m")])
+def test_durations(seconds: float, text: str) -> None:
+    assert view.duration(seconds) == text
+
+
+def test_jobs_table_text_and_html() -> None:
+    jobs = [ScriptedController(state=s).status(f"/alice/j{i}") for i, s in
+            enumerate((J.JOB_STATE_RUNNING, J.JOB_STATE_FAILED))]
+    text = view.jobs_text(jobs, now=3_000)
+    assert text.splitlines()[0].split() == list(view.JOB_COLUMNS)
+    assert "/alice/j1  failed" in text and "running 2.0 s" not in text  # never started: queued
+    html = view.jobs_html(jobs, now=3_000)
+    assert html.count("fray-state-failed") == 1 and view.jobs_text([]) == "no jobs"

@@ -1,0 +1,59 @@
+"""``%%fray`` in a real JupyterLab: the status panel follows a job to SUCCEEDED with every task's
+log lines, and its Cancel button stops a long job (KILLED)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labserver import KERNEL_IDLE, Lab
+from magic_fixtures import lab_controller  # noqa: F401 - fixture
+from playwright.sync_api import Locator, Page, expect
+
+LOAD = "%load_ext fray_jupyter.magics"
+PER_TASK = ("%%fray --replicas 2 --name ui-hello\n"
+            "import os\n"
+            "print('hello from task', os.environ['IRIS_TASK_INDEX'], '<b>not bold</b>')")
+LONG = ("%%fray --name ui-long\n"
+        "import time\n"
+        "print('working', flush=True)\n"
+        "time.sleep(300)")
+
+
+def run_cells(page: Page, url: str, count: int) -> Locator:
+    """Open the notebook alone (``reset``: the workspace would reopen earlier notebooks), wait for
+    its kernel, run its first ``count`` cells in order, and return the notebook's panel."""
+    page.goto(f"{url}&reset")
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    notebook = page.locator(".jp-NotebookPanel")
+    expect(notebook).to_have_count(1)
+    notebook.locator(".jp-Cell .jp-InputArea-editor").first.click()
+    for _ in range(count):
+        page.keyboard.press("Shift+Enter")
+    return notebook
+
+
+def test_the_panel_reaches_succeeded_with_every_tasks_logs(
+        lab: Lab, lab_controller: Path, page: Page) -> None:  # noqa: F811 - the imported fixture
+    panel = run_cells(page, lab.open_url(lab.notebook("magic-ok.ipynb", LOAD, PER_TASK)), 2).locator(
+        ".fray-status-panel")
+    expect(panel.locator(".fray-status-header .fray-job-id")).to_have_text("/alice/ui-hello", timeout=60_000)
+    expect(panel.locator(".fray-status-header .fray-badge")).to_have_text("SUCCEEDED", timeout=60_000)
+    log = panel.locator("pre.fray-log")
+    expect(log).to_contain_text("[0] hello from task 0 <b>not bold</b>")  # job HTML shown as text
+    expect(log).to_contain_text("[1] hello from task 1")
+    expect(panel.locator(".fray-status-tasks .fray-task")).to_have_count(2)
+    expect(panel.locator(".fray-status-progress")).to_contain_text("2/2")
+    expect(panel.locator("button.fray-status-cancel")).to_be_disabled()
+    assert (lab_controller / "fray-controller.json").exists()
+
+
+def test_cancel_stops_a_long_job(lab: Lab, lab_controller: Path, page: Page) -> None:  # noqa: F811 - fixture
+    panel = run_cells(page, lab.open_url(lab.notebook("magic-cancel.ipynb", LOAD, LONG)), 2).locator(
+        ".fray-status-panel")
+    badge = panel.locator(".fray-status-header .fray-badge")
+    expect(panel.locator("pre.fray-log")).to_contain_text("[0] working", timeout=60_000)
+    expect(badge).to_have_text("RUNNING")
+    panel.locator("button.fray-status-cancel").click()
+    expect(badge).to_have_text("KILLED", timeout=30_000)
+    expect(panel.locator(".fray-status-failure")).to_contain_text("job /alice/ui-long KILLED")
+    expect(panel.locator("button.fray-status-cancel")).to_be_disabled()
