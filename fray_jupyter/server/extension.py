@@ -1,0 +1,64 @@
+"""Route wiring and the extension's settings.
+
+Settings (``jupyter_server_config.py`` or the command line):
+
+* ``c.FrayServer.start_controller`` (default True): when no controller is configured or running,
+  a request with ``start=1`` (the sidebar sends it while it is open) starts the embedded one — the
+  same thing a kernel's ``connect()`` does, with the same runtime file and lock, so kernels and the
+  server always share one controller. Turn it off to only ever show a controller someone else
+  started (the sidebar then shows a banner).
+* ``c.FrayServer.rpc_timeout`` (default 10 s): how long one controller call may take.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from jupyter_server.serverapp import ServerApp
+from jupyter_server.utils import url_path_join
+from traitlets import Bool, Float
+from traitlets.config import Configurable
+
+from fray_jupyter.server.handlers import CancelHandler, JobHandler, JobsHandler, LogsHandler, StatusHandler
+from fray_jupyter.server.link import ControllerLink
+
+JOB: Final[str] = r"(?P<job_id>[^/]+)"
+"""One path segment: the percent-encoded job id (Tornado decodes it before the handler sees it)."""
+
+ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
+    ("fray/status", StatusHandler),
+    ("fray/jobs", JobsHandler),
+    (f"fray/jobs/{JOB}", JobHandler),
+    (f"fray/jobs/{JOB}/logs", LogsHandler),
+    (f"fray/jobs/{JOB}/cancel", CancelHandler),
+)
+
+
+class FrayServer(Configurable):
+    """Settings of the Fray server extension (see the module docstring)."""
+
+    start_controller = Bool(True, help="Start the embedded controller when none is configured or running.").tag(
+        config=True)
+    rpc_timeout = Float(10.0, help="Seconds one call to the controller may take.").tag(config=True)
+
+
+def routes(base_url: str) -> list[tuple[str, type[Any]]]:
+    """The handlers, under ``base_url``."""
+    return [(url_path_join(base_url, pattern), handler) for pattern, handler in ROUTES]
+
+
+def _load_jupyter_server_extension(serverapp: ServerApp) -> None:
+    """Put a ``ControllerLink`` in the app settings and add the routes."""
+    settings = FrayServer(parent=serverapp)
+    web_app = serverapp.web_app
+    web_app.settings["fray_link"] = ControllerLink(start=settings.start_controller, timeout=settings.rpc_timeout)
+    web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))  # type: ignore[no-untyped-call]
+    serverapp.log.info("fray_jupyter: Fray Jobs API at %sfray/ (start_controller=%s)",
+                       web_app.settings["base_url"], settings.start_controller)
+
+
+def _unload_jupyter_server_extension(serverapp: ServerApp) -> None:
+    """Close the controller client at shutdown."""
+    link = serverapp.web_app.settings.pop("fray_link", None)
+    if link is not None:
+        link.close()

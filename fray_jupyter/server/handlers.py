@@ -1,0 +1,194 @@
+"""REST handlers under ``<base_url>/fray/``: thin — parse the query, call the controller through
+``FrayClient`` in a worker thread (the client blocks), return JSON.
+
+Rules:
+
+* Every verb is ``@tornado.web.authenticated`` (a test fails on any that is not).
+* Errors are JSON ``{"message", "code"}`` with an HTTP status: a bad query parameter 400; a job
+  the controller does not know 404; no controller configured, running or answering 503 with the
+  client's one-line message; any other controller failure 502 (504 when it timed out).
+* A job id (``/user/name``, slashes included) travels as ONE percent-encoded path segment:
+  ``/fray/jobs/%2Falice%2Ftrain/logs`` (``encodeURIComponent`` on the TypeScript side).
+* A request never starts a process unless it says ``start=1`` (and ``c.FrayServer.start_controller``
+  allows it): the sidebar asks for that while the user has it open; its background polls for
+  notifications, and any plain GET, only look for a running controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import tornado.web
+from jupyter_server.base.handlers import APIHandler
+
+from fray_jupyter.client import (
+    AuthenticationFailed,
+    ControllerUnreachable,
+    FrayClient,
+    FrayError,
+    InvalidRequest,
+    JobAlreadyExists,
+    JobNotFound,
+)
+from fray_jupyter.client.client import SORT_FIELDS
+from fray_jupyter.iris.request import resolve_user
+from fray_jupyter.server import serialize
+from fray_jupyter.server.link import ControllerLink
+
+T = TypeVar("T")
+
+MAX_PAGE: Final[int] = 500
+MAX_LOG_LINES: Final[int] = 5000
+DEFAULT_LOG_LINES: Final[int] = 1000
+
+HTTP_STATUS: Final[tuple[tuple[type[FrayError], int, str], ...]] = (
+    (JobNotFound, 404, "not_found"),
+    (InvalidRequest, 400, "invalid_request"),
+    (JobAlreadyExists, 409, "already_exists"),
+    (ControllerUnreachable, 503, "controller_unreachable"),
+    (AuthenticationFailed, 502, "controller_refused_token"),
+)
+"""Client error class → HTTP status and the ``code`` in the JSON body (first match wins)."""
+
+
+class ApiError(tornado.web.HTTPError):
+    """An error answered as JSON ``{"message": ..., "code": ...}`` with ``status``."""
+
+    def __init__(self, status: int, message: str, code: str) -> None:
+        super().__init__(status)
+        self.message = message
+        self.code = code
+
+
+def api_error(error: FrayError) -> ApiError:
+    """The HTTP answer for a client error (see ``HTTP_STATUS``)."""
+    for cls, status, code in HTTP_STATUS:
+        if isinstance(error, cls):
+            return ApiError(status, str(error), code)
+    if error.code == "deadline_exceeded":
+        return ApiError(504, str(error), "controller_timeout")
+    return ApiError(502, str(error), "controller_error")
+
+
+class FrayHandler(APIHandler):
+    """Base: the ``ControllerLink`` from the app settings, query parsing, JSON errors."""
+
+    @property
+    def link(self) -> ControllerLink:
+        return self.settings["fray_link"]  # type: ignore[no-any-return]
+
+    async def call(self, verb: Callable[[FrayClient], T]) -> T:
+        """``verb(client)`` in a worker thread; a client error becomes the matching ``ApiError``."""
+        start = self.wants_start()
+
+        def run() -> T:
+            return verb(self.link.client(start=start))
+        try:
+            return await asyncio.to_thread(run)
+        except FrayError as error:
+            raise api_error(error) from None
+
+    def reply(self, body: dict[str, Any]) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        error = kwargs.get("exc_info", (None, None, None))[1]
+        if not isinstance(error, ApiError):
+            super().write_error(status_code, **kwargs)
+            return
+        self.log.warning("fray: %s %s -> %d: %s", self.request.method, self.request.path, status_code, error.message)
+        self.reply({"message": error.message, "code": error.code})
+
+    # -- query parameters -----------------------------------------------------------------------
+    def wants_start(self) -> bool:
+        """``start=1``: start the embedded controller if none runs (see the module rules)."""
+        return self.choice_arg("start", "0", ("0", "1")) == "1"
+
+    def int_arg(self, name: str, default: int, *, most: int) -> int:
+        """Query parameter ``name`` as an integer in ``0..most`` (400 otherwise)."""
+        text = self.get_query_argument(name, "")
+        if not text:
+            return default
+        if not (text.isascii() and text.isdigit()) or int(text) > most:
+            raise ApiError(400, f"{name}={text!r} must be a whole number from 0 to {most}", "bad_parameter")
+        return int(text)
+
+    def choice_arg(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+        """Query parameter ``name``, one of ``choices`` (400 otherwise)."""
+        text = self.get_query_argument(name, "") or default
+        if text not in choices:
+            raise ApiError(400, f"{name}={text!r} must be one of: {', '.join(c or '(empty)' for c in choices)}",
+                           "bad_parameter")
+        return text
+
+
+class StatusHandler(FrayHandler):
+    """``GET /fray/status``: the controller's URL, whether it answers, the error if not, and the
+    user whose jobs notify (``$IRIS_USER`` or the login, as ``plan()`` resolves it)."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        start = self.wants_start()
+        status = await asyncio.to_thread(lambda: self.link.status(start=start))
+        try:
+            user: str | None = resolve_user()
+        except ValueError:
+            user = None
+        self.reply({"url": status.url, "reachable": status.reachable, "error": status.error, "user": user})
+
+
+class JobsHandler(FrayHandler):
+    """``GET /fray/jobs?state=&name=&sort=&order=&offset=&limit=``: one page of jobs, newest
+    first by default, with ``total`` (matches before paging) and ``has_more``."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        state = self.choice_arg("state", "", ("", *serialize.JOB_STATES))
+        sort = self.choice_arg("sort", "date", tuple(SORT_FIELDS))
+        descending = self.choice_arg("order", "desc", ("asc", "desc")) == "desc"
+        offset = self.int_arg("offset", 0, most=10**9)
+        limit = self.int_arg("limit", 50, most=MAX_PAGE) or 50
+        name = self.get_query_argument("name", "")
+        page = await self.call(lambda client: client.list(
+            name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit))
+        self.reply({"jobs": [serialize.job_json(job) for job in page.jobs], "total": page.total,
+                    "has_more": page.has_more})
+
+
+class JobHandler(FrayHandler):
+    """``GET /fray/jobs/<id>``: the job and its tasks."""
+
+    @tornado.web.authenticated
+    async def get(self, job_id: str) -> None:
+        job, tasks = await self.call(lambda client: (client.status(job_id), client.tasks(job_id)))
+        self.reply({"job": serialize.job_json(job), "tasks": [serialize.task_json(task) for task in tasks]})
+
+
+class LogsHandler(FrayHandler):
+    """``GET /fray/jobs/<id>/logs?cursor=&tail=&max_lines=``: log lines of every task after
+    ``cursor`` (the newest ``max_lines`` with ``tail=1``), and the cursor for the next call."""
+
+    @tornado.web.authenticated
+    async def get(self, job_id: str) -> None:
+        cursor = self.int_arg("cursor", 0, most=2**62)
+        tail = self.choice_arg("tail", "0", ("0", "1", "false", "true")) in ("1", "true")
+        max_lines = self.int_arg("max_lines", DEFAULT_LOG_LINES, most=MAX_LOG_LINES) or DEFAULT_LOG_LINES
+        page = await self.call(lambda client: client.logs(job_id, cursor=cursor, tail=tail, max_lines=max_lines))
+        self.reply({"entries": [serialize.log_json(entry) for entry in page.entries], "cursor": page.cursor})
+
+
+class CancelHandler(FrayHandler):
+    """``POST /fray/jobs/<id>/cancel``: terminate the job (a finished one is left as it is) and
+    return its status afterwards."""
+
+    @tornado.web.authenticated
+    async def post(self, job_id: str) -> None:
+        def cancel(client: FrayClient) -> Any:
+            client.terminate(job_id)
+            return client.status(job_id)
+        job = await self.call(cancel)
+        self.reply({"job": serialize.job_json(job)})

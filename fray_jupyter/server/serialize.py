@@ -1,0 +1,107 @@
+"""Iris status messages → JSON-ready dicts for the REST API.
+
+Rules: states are Iris's names without the prefix, lower-cased (``JOB_STATE_RUNNING`` →
+``"running"``, the form ``JobQuery.state_filter`` takes); times are epoch milliseconds or None
+when unset; every job-provided string (name, error, status message, log line) is passed through
+as data — the sidebar renders it as text, never as HTML.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from fray_jupyter.client import TERMINAL_STATES, split_key
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+from fray_jupyter.iris.proto.time_pb2 import Timestamp
+
+JSON = dict[str, Any]
+
+JOB_STATES: Final[tuple[str, ...]] = tuple(
+    name.removeprefix("JOB_STATE_").lower()
+    for name in job_pb2.JobState.keys()  # noqa: SIM118 (an enum wrapper, not a dict)
+    if name != "JOB_STATE_UNSPECIFIED")
+"""Every job state name a client may filter by (``pending`` … ``unschedulable``)."""
+
+
+def job_state_name(state: int) -> str:
+    """``JOB_STATE_RUNNING`` → ``"running"``."""
+    return str(job_pb2.JobState.Name(state)).removeprefix("JOB_STATE_").lower()
+
+
+def task_state_name(state: int) -> str:
+    """``TASK_STATE_RUNNING`` → ``"running"``."""
+    return str(job_pb2.TaskState.Name(state)).removeprefix("TASK_STATE_").lower()
+
+
+def epoch_ms(timestamp: Timestamp) -> int | None:
+    """The timestamp's epoch milliseconds, None when unset."""
+    return timestamp.epoch_ms or None
+
+
+def device_text(resources: job_pb2.ResourceSpecProto) -> str:
+    """The accelerator per task as a user names it: ``"v5p-8"``, ``"H100 ×8"``, or ``"cpu"``."""
+    device = resources.device
+    if device.HasField("tpu"):
+        return device.tpu.variant
+    if device.HasField("gpu"):
+        return f"{device.gpu.variant} ×{device.gpu.count}" if device.gpu.count > 1 else device.gpu.variant
+    return "cpu"
+
+
+def job_json(job: job_pb2.JobStatus) -> JSON:
+    """One job as the list and the detail view show it; ``replicas`` is its task count."""
+    user, _, short_name = job.job_id.lstrip("/").partition("/")
+    return {
+        "job_id": job.job_id,
+        "name": job.name.rpartition("/")[2] or short_name or job.job_id,
+        "user": job.submitting_user or user,
+        "state": job_state_name(job.state),
+        "terminal": job.state in TERMINAL_STATES,
+        "replicas": job.task_count,
+        "completed": job.completed_count,
+        "task_state_counts": dict(job.task_state_counts),
+        "failure_count": job.failure_count,
+        "preemption_count": job.preemption_count,
+        "pending_reason": job.pending_reason,
+        "status_message": job.status_message,
+        "error": job.error,
+        "exit_code": job.exit_code,
+        "submitted_ms": epoch_ms(job.submitted_at),
+        "started_ms": epoch_ms(job.started_at),
+        "finished_ms": epoch_ms(job.finished_at),
+        "device": device_text(job.resources),
+        "cpu_millicores": job.resources.cpu_millicores,
+        "memory_bytes": job.resources.memory_bytes,
+        "disk_bytes": job.resources.disk_bytes,
+    }
+
+
+def task_json(task: job_pb2.TaskStatus) -> JSON:
+    """One task of a job, by index, with its current attempt."""
+    return {
+        "task_id": task.task_id,
+        "index": int(index) if (index := task.task_id.rpartition("/")[2]).isdigit() else None,
+        "state": task_state_name(task.state),
+        "attempt": task.current_attempt_id,
+        "attempts": len(task.attempts),
+        "exit_code": task.exit_code,
+        "error": task.error,
+        "pending_reason": task.pending_reason,
+        "worker_id": task.worker_id,
+        "started_ms": epoch_ms(task.started_at),
+        "finished_ms": epoch_ms(task.finished_at),
+    }
+
+
+def log_json(entry: LogEntry) -> JSON:
+    """One log line: which task and attempt wrote it, its cursor (``seq``), time, stream, text."""
+    task_id, attempt = split_key(entry.key)
+    return {
+        "task_id": task_id,
+        "attempt": attempt,
+        "seq": entry.seq,
+        "time_ms": epoch_ms(entry.timestamp),
+        "source": entry.source,
+        "data": entry.data,
+    }

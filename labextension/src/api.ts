@@ -1,0 +1,96 @@
+/**
+ * Calls to the server extension's REST API under `<base_url>/fray/`.
+ *
+ * Rules: every call goes through `ServerConnection.makeRequest` (Jupyter's token and XSRF
+ * header); a job id travels as one `encodeURIComponent`-ed path segment; any failure is a
+ * `FrayApiError` carrying the server's one-line message, its HTTP status (0: the Jupyter server
+ * itself did not answer) and a short code. `start: true` lets the server start the embedded
+ * controller when none runs (the sidebar asks for it only while it is open).
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import type { IControllerStatus, IJobDetail, IJobPage, IJobQuery, ILogPage } from './types';
+
+/** A failed call: `status` 0 when the Jupyter server did not answer at all. */
+export class FrayApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string
+  ) {
+    super(message);
+    this.name = 'FrayApiError';
+  }
+
+  /** The controller (or the Jupyter server) is unreachable: a connection banner, not a job error. */
+  get isConnectionProblem(): boolean {
+    return this.status === 0 || this.status === 502 || this.status === 503 || this.status === 504;
+  }
+}
+
+async function request<T>(path: string[], init: RequestInit = {}, query: Record<string, string> = {}): Promise<T> {
+  const settings = ServerConnection.makeSettings();
+  const search = new URLSearchParams(query).toString();
+  const url = URLExt.join(settings.baseUrl, 'fray', ...path) + (search ? `?${search}` : '');
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, init, settings);
+  } catch (error) {
+    throw new FrayApiError(`cannot reach the Jupyter server: ${String(error)}`, 0, 'server_unreachable');
+  }
+  const text = await response.text();
+  let body: any = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (!response.ok) {
+    const message = body?.message || `${response.status} ${response.statusText}`;
+    throw new FrayApiError(String(message), response.status, String(body?.code ?? 'http_error'));
+  }
+  return body as T;
+}
+
+function jobPath(jobId: string, ...rest: string[]): string[] {
+  return ['jobs', encodeURIComponent(jobId), ...rest];
+}
+
+/** The controller the server reaches, whether it answers, and the current user. */
+export function getStatus(start = false): Promise<IControllerStatus> {
+  return request<IControllerStatus>(['status'], {}, start ? { start: '1' } : {});
+}
+
+/** One page of jobs. */
+export function listJobs(query: IJobQuery = {}, start = false): Promise<IJobPage> {
+  const params: Record<string, string> = start ? { start: '1' } : {};
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined && value !== '') {
+      params[key] = String(value);
+    }
+  }
+  return request<IJobPage>(['jobs'], {}, params);
+}
+
+/** A job and its tasks. */
+export function getJob(jobId: string): Promise<IJobDetail> {
+  return request<IJobDetail>(jobPath(jobId));
+}
+
+/** Log lines after `cursor` (or the newest `maxLines` with `tail`). */
+export function getLogs(jobId: string, cursor = 0, options: { tail?: boolean; maxLines?: number } = {}): Promise<ILogPage> {
+  const query: Record<string, string> = { cursor: String(cursor) };
+  if (options.tail) {
+    query.tail = '1';
+  }
+  if (options.maxLines) {
+    query.max_lines = String(options.maxLines);
+  }
+  return request<ILogPage>(jobPath(jobId, 'logs'), {}, query);
+}
+
+/** Terminate the job; resolves to its status afterwards. */
+export function cancelJob(jobId: string): Promise<Pick<IJobDetail, 'job'>> {
+  return request<Pick<IJobDetail, 'job'>>(jobPath(jobId, 'cancel'), { method: 'POST' });
+}

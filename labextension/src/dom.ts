@@ -1,0 +1,56 @@
+/**
+ * Tiny DOM builder. Rule: text is only ever set with `textContent` (job names, errors and log
+ * lines come from jobs and must never be parsed as HTML); attributes are set one by one.
+ */
+import { badgeFor } from './badges';
+
+export interface IElementOptions {
+  className?: string;
+  text?: string;
+  attrs?: Record<string, string>;
+  children?: (Node | null | undefined | false)[];
+}
+
+/** `document.createElement(tag)` with a class, text content, attributes and children. */
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  options: IElementOptions = {}
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (options.className) {
+    node.className = options.className;
+  }
+  if (options.text !== undefined) {
+    node.textContent = options.text;
+  }
+  for (const [name, value] of Object.entries(options.attrs ?? {})) {
+    node.setAttribute(name, value);
+  }
+  for (const child of options.children ?? []) {
+    if (child) {
+      node.appendChild(child);
+    }
+  }
+  return node;
+}
+
+/** A state badge: its label as text, its tone as a class, its meaning as a tooltip. */
+export function badge(state: string): HTMLSpanElement {
+  const info = badgeFor(state);
+  return el('span', {
+    className: `fj-Badge fj-Badge-${info.tone}`,
+    text: info.label,
+    attrs: { title: info.description, 'data-state': state }
+  });
+}
+
+/** A button with a visible label (and an accessible name). */
+export function button(label: string, onClick: () => void, options: IElementOptions = {}): HTMLButtonElement {
+  const node = el('button', { ...options, text: options.text ?? label });
+  node.type = 'button';
+  if (!node.hasAttribute('aria-label')) {
+    node.setAttribute('aria-label', label);
+  }
+  node.addEventListener('click', onClick);
+  return node;
+}

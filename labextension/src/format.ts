@@ -1,0 +1,72 @@
+/**
+ * Numbers and times as the sidebar shows them. Pure, unit-tested.
+ */
+import type { IJob } from './types';
+
+/** `75_000` → `"1m 15s"`; `3_900_000` → `"1h 5m"`; under a second → `"0s"`. */
+export function formatDuration(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const days = Math.floor(seconds / 86400);
+  const hours = Math.floor((seconds % 86400) / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  const rest = seconds % 60;
+  if (days) {
+    return `${days}d ${hours}h`;
+  }
+  if (hours) {
+    return `${hours}h ${minutes}m`;
+  }
+  if (minutes) {
+    return `${minutes}m ${rest}s`;
+  }
+  return `${rest}s`;
+}
+
+/** How long ago `then` was, relative to `now`: `"just now"`, `"5 min ago"`, `"3 h ago"`, `"2 d ago"`. */
+export function formatAgo(then: number, now: number): string {
+  const seconds = Math.floor((now - then) / 1000);
+  if (seconds < 45) {
+    return 'just now';
+  }
+  if (seconds < 3600) {
+    return `${Math.max(1, Math.round(seconds / 60))} min ago`;
+  }
+  if (seconds < 86400) {
+    return `${Math.round(seconds / 3600)} h ago`;
+  }
+  return `${Math.round(seconds / 86400)} d ago`;
+}
+
+/** Run time so far (or in all, once finished); null before it started. */
+export function jobDuration(job: Pick<IJob, 'started_ms' | 'finished_ms'>, now: number): number | null {
+  if (job.started_ms === null) {
+    return null;
+  }
+  return (job.finished_ms ?? now) - job.started_ms;
+}
+
+/** `"3/4 tasks done"`; a single task reads `"1/1 task done"`. */
+export function progressText(job: Pick<IJob, 'completed' | 'replicas'>): string {
+  return `${job.completed}/${job.replicas} ${job.replicas === 1 ? 'task' : 'tasks'} done`;
+}
+
+/** `1536 * 2**20` → `"1.5 GiB"`; `512 * 2**20` → `"512 MiB"`. */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 2 ** 30) {
+    return `${+(bytes / 2 ** 30).toFixed(1)} GiB`;
+  }
+  return `${Math.round(bytes / 2 ** 20)} MiB`;
+}
+
+/** `"2 cores · 4 GiB RAM · v5p-8"` for one task's request. */
+export function resourcesText(job: Pick<IJob, 'cpu_millicores' | 'memory_bytes' | 'device'>): string {
+  const cores = job.cpu_millicores / 1000;
+  const parts = [`${+cores.toFixed(2)} ${cores === 1 ? 'core' : 'cores'}`];
+  if (job.memory_bytes) {
+    parts.push(`${formatBytes(job.memory_bytes)} RAM`);
+  }
+  if (job.device && job.device !== 'cpu') {
+    parts.push(job.device);
+  }
+  return parts.join(' · ');
+}

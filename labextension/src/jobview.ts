@@ -1,0 +1,197 @@
+/**
+ * The open job: what it is, its tasks, its live log, and Cancel (after a confirmation dialog).
+ * Rendered from `JobsModel.open`; the log is appended line by line as the cursor advances, and it
+ * sticks to the bottom while the user has not scrolled up.
+ */
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+
+import { badge, button, el } from './dom';
+import { formatAgo, formatDuration, jobDuration, progressText, resourcesText } from './format';
+import { MAX_LOG_LINES } from './model';
+import type { IOpenJob, JobsModel } from './model';
+import type { IJob } from './types';
+
+/** Ask before cancelling; resolves true when the user confirmed. */
+export async function confirmCancel(job: IJob): Promise<boolean> {
+  const result = await showDialog({
+    title: 'Cancel job?',
+    body: `Cancel “${job.name}” (${job.job_id})? Its running tasks are stopped; this cannot be undone.`,
+    buttons: [Dialog.cancelButton({ label: 'Keep running' }), Dialog.warnButton({ label: 'Cancel job' })]
+  });
+  return result.button.accept;
+}
+
+export class JobView {
+  constructor(
+    private readonly model: JobsModel,
+    private readonly now: () => number = Date.now
+  ) {
+    this.node = el('section', { className: 'fj-JobView', attrs: { 'aria-label': 'Job details' } });
+    this._back = button('← All jobs', () => model.closeJob(), {
+      className: 'fj-Link',
+      attrs: { 'aria-label': 'Back to all jobs' }
+    });
+    this._cancel = button('Cancel job', () => void this._onCancel(), { className: 'fj-Button fj-Button-warn' });
+    this._title = el('h3', { className: 'fj-JobView-title' });
+    this._badge = el('span');
+    this._facts = el('dl', { className: 'fj-Facts' });
+    this._tasks = el('tbody');
+    this._logs = el('pre', {
+      className: 'fj-Logs',
+      attrs: { tabindex: '0', 'aria-label': 'Job log', role: 'log', 'aria-live': 'off' }
+    });
+    this._logNote = el('p', { className: 'fj-Muted' });
+    this._logs.addEventListener('scroll', () => {
+      const logs = this._logs;
+      this._stick = logs.scrollTop + logs.clientHeight >= logs.scrollHeight - 8;
+    });
+    this.node.append(
+      el('div', { className: 'fj-JobView-bar', children: [this._back, this._cancel] }),
+      el('div', { className: 'fj-JobView-head', children: [this._title, this._badge] }),
+      this._facts,
+      el('h4', { text: 'Tasks' }),
+      el('table', {
+        className: 'fj-Tasks',
+        children: [
+          el('thead', {
+            children: [
+              el('tr', {
+                children: ['#', 'State', 'Attempt', 'Exit', 'Note'].map(h => el('th', { text: h, attrs: { scope: 'col' } }))
+              })
+            ]
+          }),
+          this._tasks
+        ]
+      }),
+      el('h4', { text: 'Log' }),
+      this._logNote,
+      this._logs
+    );
+  }
+
+  readonly node: HTMLElement;
+
+  /** Show `open` (the same job as before: only new log lines are appended). */
+  render(open: IOpenJob): void {
+    const { job, tasks } = open;
+    const sameJob = this._jobId === job.job_id;
+    this._jobId = job.job_id;
+    this._title.textContent = job.name;
+    this._title.title = job.job_id;
+    this._badge.replaceChildren(badge(job.state));
+    this._cancel.disabled = job.terminal || this._cancelling;
+    this._cancel.title = job.terminal ? 'The job has finished' : 'Stop every task of this job';
+    this._renderFacts(job);
+    this._tasks.replaceChildren(
+      ...tasks.map(task =>
+        el('tr', {
+          children: [
+            el('td', { text: task.index === null ? task.task_id : String(task.index) }),
+            el('td', { children: [badge(task.state)] }),
+            el('td', { text: String(task.attempt) }),
+            el('td', { text: task.finished_ms !== null ? String(task.exit_code) : '' }),
+            el('td', { className: 'fj-Wrap', text: task.error || task.pending_reason })
+          ]
+        })
+      )
+    );
+    if (!sameJob) {
+      this._logs.replaceChildren();
+      this._rendered = 0;
+      this._stick = true;
+    }
+    this._appendLogs(open);
+    this._logNote.textContent = open.logsTrimmed
+      ? 'Older lines are not shown.'
+      : open.logs.length === 0
+        ? job.terminal
+          ? 'The job wrote no output.'
+          : 'No output yet.'
+        : '';
+  }
+
+  private _renderFacts(job: IJob): void {
+    const now = this.now();
+    const duration = jobDuration(job, now);
+    const facts: [string, string][] = [
+      ['Job id', job.job_id],
+      ['User', job.user],
+      ['Replicas', `${job.replicas} · ${progressText(job)}`],
+      ['Resources', resourcesText(job)]
+    ];
+    if (job.submitted_ms !== null) {
+      facts.push(['Submitted', `${new Date(job.submitted_ms).toLocaleString()} (${formatAgo(job.submitted_ms, now)})`]);
+    }
+    if (duration !== null) {
+      facts.push([job.terminal ? 'Ran for' : 'Running for', formatDuration(duration)]);
+    }
+    if (job.failure_count || job.preemption_count) {
+      facts.push(['Failures', `${job.failure_count} failed · ${job.preemption_count} preempted`]);
+    }
+    if (job.terminal && job.state !== 'succeeded' && job.exit_code) {
+      facts.push(['Exit code', String(job.exit_code)]);
+    }
+    if (job.error) {
+      facts.push(['Error', job.error]);
+    } else if (job.pending_reason && !job.terminal) {
+      facts.push(['Waiting', job.pending_reason]);
+    }
+    if (job.status_message) {
+      facts.push(['Note', job.status_message]);
+    }
+    this._facts.replaceChildren(
+      ...facts.flatMap(([term, value]) => [el('dt', { text: term }), el('dd', { className: 'fj-Wrap', text: value })])
+    );
+  }
+
+  private _appendLogs(open: IOpenJob): void {
+    const count = Math.min(open.received - this._rendered, open.logs.length);
+    this._rendered = open.received;
+    if (count <= 0) {
+      return;
+    }
+    const fresh = open.logs.slice(open.logs.length - count);
+    const fragment = document.createDocumentFragment();
+    for (const line of fresh) {
+      const row = el('span', {
+        className: line.source === 'stderr' ? 'fj-LogLine fj-LogLine-stderr' : 'fj-LogLine'
+      });
+      row.append(el('span', { className: 'fj-LogTask', text: `[${line.task_id.split('/').pop()}] ` }), line.data, '\n');
+      fragment.appendChild(row);
+    }
+    this._logs.appendChild(fragment);
+    while (this._logs.childElementCount > MAX_LOG_LINES && this._logs.firstChild) {
+      this._logs.removeChild(this._logs.firstChild);
+    }
+    if (this._stick) {
+      this._logs.scrollTop = this._logs.scrollHeight;
+    }
+  }
+
+  private async _onCancel(): Promise<void> {
+    const open = this.model.open;
+    if (!open || open.job.terminal || !(await confirmCancel(open.job))) {
+      return;
+    }
+    this._cancelling = true;
+    this._cancel.disabled = true;
+    try {
+      await this.model.cancel(open.job.job_id);
+    } finally {
+      this._cancelling = false;
+    }
+  }
+
+  private _back: HTMLButtonElement;
+  private _cancel: HTMLButtonElement;
+  private _title: HTMLHeadingElement;
+  private _badge: HTMLSpanElement;
+  private _facts: HTMLDListElement;
+  private _tasks: HTMLTableSectionElement;
+  private _logs: HTMLPreElement;
+  private _logNote: HTMLParagraphElement;
+  private _jobId = '';
+  private _rendered = 0;
+  private _stick = true;
+  private _cancelling = false;
+}

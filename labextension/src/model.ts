@@ -1,0 +1,186 @@
+/**
+ * The sidebar's state, refreshed by one poll: the controller connection, the listed page of jobs
+ * (with the user's filters), the open job with its tasks and followed log, and the watcher that
+ * turns "reached a terminal state" into notifications. Views read it and listen to `changed`.
+ *
+ * Rule: a connection problem (HTTP 0/502/503/504) sets `connectionError` and keeps the last data
+ * on screen behind a banner; any other failure of a refresh is shown as `actionError`.
+ */
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { FrayApiError, cancelJob, getJob, getLogs, getStatus, listJobs } from './api';
+import { fingerprint, JobWatcher } from './changes';
+import type { IControllerStatus, IJob, IJobPage, ILogLine, ITask } from './types';
+
+/** Lines of a followed log kept in the browser (older ones are dropped from the view). */
+export const MAX_LOG_LINES = 2000;
+/** Lines fetched when a job is opened: the newest ones. */
+export const FIRST_LOG_LINES = 500;
+export const PAGE_SIZE = 50;
+
+export interface IFilters {
+  state: string;
+  name: string;
+}
+
+export interface IOpenJob {
+  job: IJob;
+  tasks: ITask[];
+  logs: ILogLine[];
+  cursor: number;
+  /** Lines received since the job was opened (`logs` keeps the last `MAX_LOG_LINES`). */
+  received: number;
+  /** Lines were dropped because the log is longer than `MAX_LOG_LINES`. */
+  logsTrimmed: boolean;
+}
+
+/** A page's lines in time order (tasks' lines interleaved), ties by cursor. */
+export function chronological(lines: ILogLine[]): ILogLine[] {
+  return [...lines].sort((a, b) => (a.time_ms ?? 0) - (b.time_ms ?? 0) || a.seq - b.seq);
+}
+
+export class JobsModel {
+  constructor(now: () => number = Date.now) {
+    this.watcher = new JobWatcher(now());
+  }
+
+  readonly watcher: JobWatcher;
+  status: IControllerStatus | null = null;
+  connectionError: string | null = null;
+  actionError: string | null = null;
+  page: IJobPage | null = null;
+  filters: IFilters = { state: '', name: '' };
+  offset = 0;
+  open: IOpenJob | null = null;
+
+  /** Emits after every refresh or user action that changed what is shown. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Emits the jobs of the user that just reached a terminal state. */
+  get finished(): ISignal<this, IJob[]> {
+    return this._finished;
+  }
+
+  get filtered(): boolean {
+    return this.filters.state !== '' || this.filters.name !== '' || this.offset > 0;
+  }
+
+  /**
+   * One refresh of everything shown; resolves to whether anything changed. `start`: let the server
+   * start the embedded controller if none runs (only while the user has the sidebar open).
+   */
+  async refresh(start = false): Promise<boolean> {
+    const before = this._snapshot();
+    try {
+      if (this.status === null || this.connectionError !== null) {
+        this.status = await getStatus(start);
+        this.watcher.user = this.status.user;
+      }
+      const page = await listJobs({ ...this.filters, offset: this.offset, limit: PAGE_SIZE }, start);
+      const recent = this.filtered ? (await listJobs({ limit: PAGE_SIZE })).jobs : page.jobs;
+      this.page = page;
+      this.connectionError = null;
+      const done = this.watcher.update(recent);
+      if (this.open !== null) {
+        await this._refreshOpen(this.open);
+      }
+      if (done.length) {
+        this._finished.emit(done);
+      }
+    } catch (error) {
+      this._fail(error);
+    }
+    const changed = this._snapshot() !== before;
+    if (changed) {
+      this._changed.emit();
+    }
+    return changed;
+  }
+
+  setFilters(filters: Partial<IFilters>): void {
+    this.filters = { ...this.filters, ...filters };
+    this.offset = 0;
+    this._changed.emit();
+  }
+
+  setOffset(offset: number): void {
+    this.offset = Math.max(0, offset);
+    this._changed.emit();
+  }
+
+  /** Open a job: its detail and the newest log lines; then follow the log by cursor. */
+  async openJob(jobId: string): Promise<void> {
+    try {
+      const detail = await getJob(jobId);
+      const logs = await getLogs(jobId, 0, { tail: true, maxLines: FIRST_LOG_LINES });
+      const lines = chronological(logs.entries);
+      this.open = { ...detail, logs: lines, cursor: logs.cursor, received: lines.length, logsTrimmed: false };
+      this.actionError = null;
+    } catch (error) {
+      this._fail(error);
+    }
+    this._changed.emit();
+  }
+
+  closeJob(): void {
+    this.open = null;
+    this._changed.emit();
+  }
+
+  /** Terminate a job (the caller has asked for confirmation). */
+  async cancel(jobId: string): Promise<void> {
+    try {
+      const { job } = await cancelJob(jobId);
+      if (this.open?.job.job_id === jobId) {
+        this.open = { ...this.open, job };
+      }
+      this.actionError = null;
+    } catch (error) {
+      this._fail(error);
+    }
+    this._changed.emit();
+  }
+
+  private async _refreshOpen(open: IOpenJob): Promise<void> {
+    const id = open.job.job_id;
+    const detail = await getJob(id);
+    const page = await getLogs(id, open.cursor);
+    if (this.open?.job.job_id !== id) {
+      return; // closed or switched meanwhile
+    }
+    const logs = open.logs.concat(chronological(page.entries));
+    const trimmed = logs.length > MAX_LOG_LINES;
+    this.open = {
+      ...detail,
+      logs: trimmed ? logs.slice(logs.length - MAX_LOG_LINES) : logs,
+      cursor: page.cursor,
+      received: open.received + page.entries.length,
+      logsTrimmed: open.logsTrimmed || trimmed
+    };
+  }
+
+  private _fail(error: unknown): void {
+    if (error instanceof FrayApiError && error.isConnectionProblem) {
+      this.connectionError = error.message;
+    } else {
+      this.actionError = error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  /** What a refresh can change, compared before and after to decide whether to back off. */
+  private _snapshot(): string {
+    const open = this.open;
+    return [
+      this.connectionError ?? '',
+      this.actionError ?? '',
+      this.status?.url ?? '',
+      this.page ? `${this.page.total}\n${fingerprint(this.page.jobs)}` : '-',
+      open ? `${open.job.state}|${open.job.completed}|${open.cursor}|${open.tasks.map(t => t.state).join(',')}` : '-'
+    ].join('\n#\n');
+  }
+
+  private _changed = new Signal<this, void>(this);
+  private _finished = new Signal<this, IJob[]>(this);
+}

@@ -1,0 +1,27 @@
+/**
+ * JupyterLab notifications for jobs that reached a terminal state (see `changes.ts` for which).
+ * The message is plain text; "Show" opens the job in the sidebar.
+ */
+import { Notification } from '@jupyterlab/apputils';
+
+import { badgeFor } from './badges';
+import type { IJob } from './types';
+
+/** Auto-close after this many ms (failures stay until dismissed). */
+export const NOTIFICATION_MS = 8000;
+
+export function notifyFinished(job: IJob, show: (jobId: string) => void): string {
+  const { label, tone } = badgeFor(job.state);
+  const message = `Fray job ${job.name} ${label}${job.error ? `: ${job.error}` : ''}`;
+  const options = {
+    autoClose: tone === 'success' ? NOTIFICATION_MS : (false as const),
+    actions: [{ label: 'Show', caption: `Show ${job.job_id} in Fray Jobs`, callback: () => show(job.job_id) }]
+  };
+  if (tone === 'success') {
+    return Notification.success(message, options);
+  }
+  if (tone === 'warning') {
+    return Notification.warning(message, options);
+  }
+  return Notification.error(message, options);
+}

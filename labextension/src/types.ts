@@ -1,0 +1,83 @@
+/**
+ * The JSON the server extension answers (`fray_jupyter/server/serialize.py`). Times are epoch
+ * milliseconds or null; every string that came from a job is data, to be shown as text.
+ */
+
+export interface IJob {
+  job_id: string;
+  name: string;
+  user: string;
+  state: string;
+  terminal: boolean;
+  replicas: number;
+  completed: number;
+  task_state_counts: Record<string, number>;
+  failure_count: number;
+  preemption_count: number;
+  pending_reason: string;
+  status_message: string;
+  error: string;
+  exit_code: number;
+  submitted_ms: number | null;
+  started_ms: number | null;
+  finished_ms: number | null;
+  device: string;
+  cpu_millicores: number;
+  memory_bytes: number;
+  disk_bytes: number;
+}
+
+export interface ITask {
+  task_id: string;
+  index: number | null;
+  state: string;
+  attempt: number;
+  attempts: number;
+  exit_code: number;
+  error: string;
+  pending_reason: string;
+  worker_id: string;
+  started_ms: number | null;
+  finished_ms: number | null;
+}
+
+export interface ILogLine {
+  task_id: string;
+  attempt: number;
+  seq: number;
+  time_ms: number | null;
+  source: string;
+  data: string;
+}
+
+export interface IJobPage {
+  jobs: IJob[];
+  total: number;
+  has_more: boolean;
+}
+
+export interface IJobDetail {
+  job: IJob;
+  tasks: ITask[];
+}
+
+export interface ILogPage {
+  entries: ILogLine[];
+  cursor: number;
+}
+
+export interface IControllerStatus {
+  url: string;
+  reachable: boolean;
+  error: string | null;
+  user: string | null;
+}
+
+export interface IJobQuery {
+  state?: string;
+  name?: string;
+  sort?: 'date' | 'name' | 'state' | 'failures' | 'preemptions';
+  order?: 'asc' | 'desc';
+  offset?: number;
+  limit?: number;
+}

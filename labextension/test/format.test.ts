@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { formatAgo, formatBytes, formatDuration, jobDuration, progressText, resourcesText } from '../src/format';
+
+test('durations', () => {
+  assert.equal(formatDuration(0), '0s');
+  assert.equal(formatDuration(999), '0s');
+  assert.equal(formatDuration(75_000), '1m 15s');
+  assert.equal(formatDuration(3_900_000), '1h 5m');
+  assert.equal(formatDuration(90_000_000), '1d 1h');
+  assert.equal(formatDuration(-5), '0s');
+});
+
+test('relative times', () => {
+  assert.equal(formatAgo(0, 10_000), 'just now');
+  assert.equal(formatAgo(0, 5 * 60_000), '5 min ago');
+  assert.equal(formatAgo(0, 3 * 3_600_000), '3 h ago');
+  assert.equal(formatAgo(0, 2 * 86_400_000), '2 d ago');
+});
+
+test('run time: null before start, running until now, fixed once finished', () => {
+  assert.equal(jobDuration({ started_ms: null, finished_ms: null }, 100), null);
+  assert.equal(jobDuration({ started_ms: 40, finished_ms: null }, 100), 60);
+  assert.equal(jobDuration({ started_ms: 40, finished_ms: 70 }, 100), 30);
+});
+
+test('progress and resources', () => {
+  assert.equal(progressText({ completed: 3, replicas: 4 }), '3/4 tasks done');
+  assert.equal(progressText({ completed: 0, replicas: 1 }), '0/1 task done');
+  assert.equal(formatBytes(512 * 2 ** 20), '512 MiB');
+  assert.equal(formatBytes(1.5 * 2 ** 30), '1.5 GiB');
+  assert.equal(resourcesText({ cpu_millicores: 1000, memory_bytes: 2 ** 30, device: 'cpu' }), '1 core · 1 GiB RAM');
+  assert.equal(resourcesText({ cpu_millicores: 4000, memory_bytes: 0, device: 'v5p-8' }), '4 cores · v5p-8');
+});

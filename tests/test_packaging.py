@@ -1,0 +1,87 @@
+"""Packaging of the Jupyter extensions: ``pip wheel`` on a clean tree (no ``node_modules``, no
+build output, as a fresh clone) builds the labextension with npm and ships it prebuilt, with the
+server extension's auto-enable file; the dev install shows both extensions OK; build output stays
+out of git."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = "fray_jupyter-0.1.0.data/data"
+LABEXTENSION = f"{DATA}/share/jupyter/labextensions/fray-jupyter"
+SERVER_CONFIG = f"{DATA}/etc/jupyter/jupyter_server_config.d/fray_jupyter.json"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _run(*command: str, cwd: Path = ROOT, timeout: float = 300) -> str:
+    """Run a command; its stdout and stderr together, without colours; fail on a non-zero exit."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+    output = ANSI.sub("", done.stdout + done.stderr)
+    assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{output[-4000:]}"
+    return output
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    """The wheel ``pip wheel .`` builds from the files git would commit (about 15 s: npm install
+    from npm's cache, the production build, hatchling in an isolated build environment)."""
+    tree = tmp_path_factory.mktemp("tree")
+    files = _run("git", "ls-files", "--cached", "--others", "--exclude-standard", "-z").split("\0")
+    for name in filter(None, files):
+        source = ROOT / name
+        if source.is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_bytes(source.read_bytes())
+    assert not (tree / "labextension" / "node_modules").exists() and not (tree / "fray_jupyter" / "labextension").exists()
+    out = tmp_path_factory.mktemp("wheel")
+    _run(sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--quiet", "-w", str(out), cwd=tree, timeout=600)
+    return zipfile.ZipFile(next(out.glob("fray_jupyter-*.whl")))
+
+
+def test_the_wheel_ships_the_prebuilt_labextension(wheel: zipfile.ZipFile) -> None:
+    names = set(wheel.namelist())
+    package = json.loads(wheel.read(f"{LABEXTENSION}/package.json"))
+    assert package["name"] == "fray-jupyter"
+    entry = package["jupyterlab"]["_build"]["load"]
+    assert re.fullmatch(r"static/remoteEntry\.[0-9a-f]+\.js", entry)
+    assert f"{LABEXTENSION}/{entry}" in names
+    assert f"{LABEXTENSION}/static/style.js" in names
+    assert json.loads(wheel.read(f"{LABEXTENSION}/install.json"))["packageName"] == "fray-jupyter"
+    schema = json.loads(wheel.read(f"{LABEXTENSION}/schemas/fray-jupyter/plugin.json"))
+    assert set(schema["properties"]) == {"refreshInterval", "maxRefreshInterval", "notifications"}
+
+
+def test_the_wheel_enables_the_server_extension(wheel: zipfile.ZipFile) -> None:
+    config = json.loads(wheel.read(SERVER_CONFIG))
+    assert config == {"ServerApp": {"jpserver_extensions": {"fray_jupyter": True}}}
+    assert {"fray_jupyter/server/handlers.py", "fray_jupyter/server/extension.py"} <= set(wheel.namelist())
+
+
+def test_the_wheel_holds_no_sources_or_node_modules(wheel: zipfile.ZipFile) -> None:
+    names = wheel.namelist()
+    assert not [n for n in names if "node_modules" in n or n.endswith((".ts", ".tsx")) or "/lib/" in n]
+    static = [n for n in names if n.startswith(f"{LABEXTENSION}/static/") and n.endswith(".js")]
+    assert sum(wheel.getinfo(n).file_size for n in static) < 200_000  # JupyterLab's packages are shared, not bundled
+
+
+def test_the_dev_install_lists_both_extensions_ok() -> None:
+    jupyter = str(Path(sys.executable).with_name("jupyter"))
+    labextensions = _run(jupyter, "labextension", "list")
+    assert re.search(r"fray-jupyter v0\.1\.0 enabled OK", labextensions), labextensions
+    server = _run(jupyter, "server", "extension", "list")
+    assert re.search(r"fray_jupyter enabled", server) and re.search(r"fray_jupyter 0\.1\.0 OK", server), server
+
+
+def test_build_output_and_node_modules_stay_out_of_git() -> None:
+    ignored = ["fray_jupyter/labextension/package.json", "labextension/node_modules/x", "labextension/lib/index.js",
+               "labextension/tsconfig.tsbuildinfo"]
+    assert _run("git", "check-ignore", *ignored).split() == ignored
+    assert (ROOT / "labextension" / "package-lock.json").is_file()

@@ -1,0 +1,305 @@
+"""The server extension's REST API (``fray_jupyter.server``) against a real embedded controller
+subprocess, through a real Jupyter server (pytest-jupyter) that refuses unauthenticated access.
+
+pytest-jupyter's fixtures are imported into this module only (not registered as a plugin), so its
+autouse fixtures and async hooks touch no other test file; the tests are plain functions that drive
+the server's event loop through the ``api`` fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+from urllib.parse import quote, urlencode
+
+import pytest
+import tornado.web
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import JupyterServerAuthWarning, url_path_join
+from pytest_jupyter.jupyter_server import *
+
+from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.request import resolve_user
+from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path, write_runtime_file
+from fray_jupyter.server.extension import ROUTES, routes
+from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
+
+HOSTILE_NAME = "<img_src=x_onerror=alert(1)>"
+"""The embedded controller refuses whitespace in names, so this is the closest hostile name it takes."""
+
+
+class Reply(NamedTuple):
+    code: int
+    body: Any
+
+
+@pytest.fixture(scope="session")
+def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
+    """One embedded controller subprocess for the module."""
+    process = start_controller(tmp_path_factory.mktemp("server-handlers") / "state", "--slots", "8")
+    yield process
+    stop_quietly(process)
+
+
+@pytest.fixture
+def jp_server_config() -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"fray_jupyter": True, "jupyter_server_terminals": False},
+                      "allow_unauthenticated_access": False},
+        "FrayServer": {"start_controller": False},
+    }
+
+
+@pytest.fixture(autouse=True)
+def no_controller_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the runtime file (or what a test sets) decides which controller the server reaches."""
+    monkeypatch.delenv(URL_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+
+
+@pytest.fixture
+def shared(controller: ControllerProcess, jp_environ: Any) -> ControllerProcess:
+    """The controller, announced in this server's runtime dir exactly as it announces itself to
+    kernels (``<jupyter runtime dir>/fray-controller.json``)."""
+    write_runtime_file(controller.info, runtime_file_path())
+    return controller
+
+
+@pytest.fixture
+def api(http_server_client: Any, jp_base_url: str, jp_auth_header: dict[str, str],
+        jp_asyncio_loop: Any) -> Callable[..., Reply]:
+    """``api("jobs", params=..., method=..., auth=...)`` → ``Reply(code, json)``. Paths are given
+    already encoded (a job id is one ``%2F``-encoded segment), which ``jp_fetch`` would re-encode."""
+
+    def call(path: str, *, method: str = "GET", params: dict[str, Any] | None = None, auth: bool = True) -> Reply:
+        url = url_path_join(jp_base_url, "fray", path) + (f"?{urlencode(params)}" if params else "")
+        headers = dict(jp_auth_header) if auth else {}
+        response = jp_asyncio_loop.run_until_complete(http_server_client.fetch(
+            url, method=method, headers=headers, body=b"" if method == "POST" else None, raise_error=False,
+            request_timeout=30))
+        try:
+            body = json.loads(response.body) if response.body else None
+        except ValueError:
+            body = response.body.decode(errors="replace")
+        return Reply(response.code, body)
+
+    return call
+
+
+def job_path(job_id: str, *rest: str) -> str:
+    return "/".join(["jobs", quote(job_id, safe=""), *rest])
+
+
+def submit(controller: ControllerProcess, command: str, *, name: str | None = None, replicas: int = 2,
+           wait_for: set[int] | None = None) -> str:
+    wire = controller.wire()
+    try:
+        request = launch_request(f"t-{uuid.uuid4().hex[:8]}", command, replicas=replicas)
+        if name is not None:
+            request.name = f"/alice/{name}"
+        job_id = wire.launch(request)
+        if wait_for:
+            wire.wait(job_id, wait_for)
+        return job_id
+    finally:
+        wire.close()
+
+
+FINISHED = {job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED}
+RUNNING = {job_pb2.JOB_STATE_RUNNING}
+
+
+# -- happy paths ----------------------------------------------------------------------------------
+def test_status_names_the_controller_the_kernels_use(api: Callable[..., Reply], shared: ControllerProcess) -> None:
+    reply = api("status")
+    assert reply == (200, {"url": shared.info.url, "reachable": True, "error": None, "user": resolve_user()})
+
+
+def test_jobs_lists_every_job_with_what_the_sidebar_shows(api: Callable[..., Reply], shared: ControllerProcess) -> None:
+    job_id = submit(shared, "echo hi", wait_for=FINISHED)
+    reply = api("jobs", params={"limit": 500})
+    assert reply.code == 200
+    listed = {job["job_id"]: job for job in reply.body["jobs"]}
+    job = listed[job_id]
+    assert job["name"] == job_id.rpartition("/")[2]
+    assert (job["user"], job["state"], job["terminal"], job["replicas"], job["completed"]) == (
+        "alice", "succeeded", True, 2, 2)
+    assert job["task_state_counts"] == {"succeeded": 2}
+    assert job["submitted_ms"] <= job["started_ms"] <= job["finished_ms"]
+    assert (job["device"], job["cpu_millicores"], job["memory_bytes"]) == ("cpu", 1000, 512 * 2**20)
+    assert reply.body["total"] >= 1 and reply.body["has_more"] is False
+
+
+def test_jobs_filters_sorts_and_pages(api: Callable[..., Reply], shared: ControllerProcess) -> None:
+    tag = uuid.uuid4().hex[:6]
+    ok = submit(shared, "true", name=f"{tag}-b-ok", replicas=1, wait_for=FINISHED)
+    bad = submit(shared, "exit 3", name=f"{tag}-a-bad", replicas=1, wait_for=FINISHED)
+    assert [j["job_id"] for j in api("jobs", params={"name": tag}).body["jobs"]] == [bad, ok]  # newest first
+    assert [j["job_id"] for j in api("jobs", params={"name": tag, "sort": "name", "order": "asc"}).body["jobs"]] == [
+        bad, ok]
+    failed = api("jobs", params={"name": tag, "state": "failed"}).body
+    assert ([j["job_id"] for j in failed["jobs"]], failed["total"]) == ([bad], 1)
+    assert failed["jobs"][0]["exit_code"] == 3 and failed["jobs"][0]["error"]
+    first = api("jobs", params={"name": tag, "limit": 1}).body
+    second = api("jobs", params={"name": tag, "limit": 1, "offset": 1}).body
+    assert (first["total"], first["has_more"], second["has_more"]) == (2, True, False)
+    assert [first["jobs"][0]["job_id"], second["jobs"][0]["job_id"]] == [bad, ok]
+
+
+def test_job_detail_has_its_tasks(api: Callable[..., Reply], shared: ControllerProcess) -> None:
+    job_id = submit(shared, "echo task $IRIS_TASK_INDEX", replicas=3, wait_for=FINISHED)
+    reply = api(job_path(job_id))
+    assert reply.code == 200
+    assert reply.body["job"]["job_id"] == job_id
+    tasks = reply.body["tasks"]
+    assert [(t["index"], t["state"], t["exit_code"]) for t in tasks] == [(0, "succeeded", 0), (1, "succeeded", 0),
+                                                                       (2, "succeeded", 0)]
+    assert tasks[0]["task_id"] == f"{job_id}/0" and tasks[0]["attempts"] == 1
+
+
+def test_logs_page_by_cursor_and_tail(api: Callable[..., Reply], shared: ControllerProcess) -> None:
+    job_id = submit(shared, "for i in 1 2 3; do echo line $i; done", replicas=1, wait_for=FINISHED)
+    page = api(job_path(job_id, "logs")).body
+    assert [e["data"] for e in page["entries"]] == ["line 1", "line 2", "line 3"]
+    assert {(e["task_id"], e["attempt"], e["source"]) for e in page["entries"]} == {(f"{job_id}/0", 0, "stdout")}
+    assert page["cursor"] == page["entries"][-1]["seq"]
+    assert api(job_path(job_id, "logs"), params={"cursor": page["cursor"]}).body == {
+        "entries": [], "cursor": page["cursor"]}
+    tail = api(job_path(job_id, "logs"), params={"tail": "1", "max_lines": 1}).body
+    assert [e["data"] for e in tail["entries"]] == ["line 3"]
+
+
+def test_cancel_stops_a_running_job_and_leaves_a_finished_one(api: Callable[..., Reply],
+                                                              shared: ControllerProcess) -> None:
+    job_id = submit(shared, "sleep 60", wait_for=RUNNING)
+    reply = api(job_path(job_id, "cancel"), method="POST")
+    assert reply.code == 200 and reply.body["job"]["state"] == "killed"
+    assert api(job_path(job_id)).body["job"]["state"] == "killed"
+    assert api(job_path(job_id, "cancel"), method="POST").body["job"]["state"] == "killed"
+
+
+def test_job_provided_text_is_passed_as_data(api: Callable[..., Reply], shared: ControllerProcess) -> None:
+    job_id = submit(shared, "echo '<img src=x onerror=alert(1)>'", name=HOSTILE_NAME, replicas=1, wait_for=FINISHED)
+    listed = api("jobs", params={"name": "onerror"}).body["jobs"]
+    assert [job["name"] for job in listed] == [HOSTILE_NAME]
+    assert api(job_path(job_id)).body["job"]["job_id"] == f"/alice/{HOSTILE_NAME}"
+    assert api(job_path(job_id, "logs")).body["entries"][0]["data"] == "<img src=x onerror=alert(1)>"
+
+
+# -- errors ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("path", "method"), [("", "GET"), ("logs", "GET"), ("cancel", "POST")])
+def test_unknown_job_is_404_with_a_message(api: Callable[..., Reply], shared: ControllerProcess,
+                                           path: str, method: str) -> None:
+    reply = api(job_path("/alice/no-such-job", *filter(None, [path])), method=method)
+    assert reply.code == 404
+    assert reply.body["code"] == "not_found"
+    assert "/alice/no-such-job" in reply.body["message"] and "\n" not in reply.body["message"]
+
+
+@pytest.mark.parametrize(("path", "params"), [
+    ("jobs", {"state": "bogus"}), ("jobs", {"sort": "size"}), ("jobs", {"order": "up"}), ("jobs", {"start": "yes"}),
+    ("jobs", {"limit": "-1"}), ("jobs", {"limit": "1000"}), ("jobs", {"offset": "x"}),
+    (job_path("/alice/x", "logs"), {"cursor": "-5"}), (job_path("/alice/x", "logs"), {"tail": "maybe"}),
+    (job_path("/alice/x", "logs"), {"max_lines": "99999"}),
+])
+def test_bad_parameters_are_400(api: Callable[..., Reply], shared: ControllerProcess, path: str,
+                                params: dict[str, str]) -> None:
+    reply = api(path, params=params)
+    assert reply.code == 400, reply
+    name = next(iter(params))
+    assert reply.body["code"] == "bad_parameter" and reply.body["message"].startswith(f"{name}=")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+CONTROLLER_ROUTES = [("jobs", "GET"), (job_path("/alice/x"), "GET"), (job_path("/alice/x", "logs"), "GET"),
+                     (job_path("/alice/x", "cancel"), "POST")]
+
+
+@pytest.mark.parametrize(("path", "method"), CONTROLLER_ROUTES)
+def test_controller_down_is_503_with_the_clients_message(api: Callable[..., Reply], monkeypatch: pytest.MonkeyPatch,
+                                                         path: str, method: str) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv(URL_ENV, url)
+    reply = api(path, method=method)
+    assert reply.code == 503
+    assert reply.body["code"] == "controller_unreachable"
+    assert reply.body["message"].startswith(f"cannot reach the Fray controller at {url}")
+    status = api("status").body
+    assert (status["url"], status["reachable"]) == (url, False)
+    assert status["error"].startswith(f"cannot reach the Fray controller at {url}")
+
+
+def test_no_controller_at_all_is_503_and_a_status_without_url(api: Callable[..., Reply]) -> None:
+    assert read_runtime_file() is None
+    reply = api("jobs")
+    assert reply.code == 503 and "no controller is configured or running" in reply.body["message"]
+    status = api("status").body
+    assert (status["url"], status["reachable"]) == ("", False)
+    assert "fray-jupyter controller" in status["error"]
+
+
+def test_start_1_starts_the_embedded_controller_when_allowed(api: Callable[..., Reply], jp_web_app: Any) -> None:
+    """``c.FrayServer.start_controller = True`` (the default) lets a request with ``start=1`` (the
+    open sidebar's) start the embedded controller, announced in the runtime file for the kernels;
+    a plain request never starts one, and with the setting off neither does ``start=1``."""
+    assert api("status", params={"start": "1"}).body["reachable"] is False  # the setting is off here
+    jp_web_app.settings["fray_link"].start = True
+    assert api("jobs").code == 503 and read_runtime_file() is None
+    try:
+        status = api("status", params={"start": "1"}).body
+        info = read_runtime_file()
+        assert info is not None and status == {"url": info.url, "reachable": True, "error": None,
+                                               "user": resolve_user()}
+        assert api("jobs").body == {"jobs": [], "total": 0, "has_more": False}
+    finally:
+        if (info := read_runtime_file()) is not None:
+            os.kill(info.pid, signal.SIGTERM)
+            deadline = time.monotonic() + 15
+            while read_runtime_file() is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+# -- authentication -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("path", "method"), [("status", "GET"), *CONTROLLER_ROUTES])
+def test_unauthenticated_requests_are_refused(api: Callable[..., Reply], shared: ControllerProcess,
+                                              path: str, method: str) -> None:
+    reply = api(path, method=method, auth=False)
+    assert reply.code == 403
+
+
+def test_loading_the_extension_raises_no_auth_warning(jp_configurable_serverapp: Callable[..., Any],
+                                                      jp_server_config: dict[str, Any]) -> None:
+    """The template's check_auth: a server with unauthenticated access disallowed warns about every
+    extension handler method without ``@tornado.web.authenticated``; loading ours must not (and the
+    check does catch one that lacks it)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app = jp_configurable_serverapp(config=jp_server_config)
+        class Open(APIHandler):
+            def get(self) -> None:
+                self.finish("{}")
+        app.web_app.add_handlers(".*$", [("/open-on-purpose", Open)])
+    auth_warnings = [str(w.message) for w in caught if issubclass(w.category, JupyterServerAuthWarning)]
+    assert len(auth_warnings) == 1 and "/open-on-purpose" in auth_warnings[0], auth_warnings
+    assert "fray" not in auth_warnings[0]
+    assert isinstance(app.web_app.settings["fray_link"].start, bool)
+
+
+def test_routes_are_under_base_url() -> None:
+    assert [pattern for pattern, _ in routes("/base/")] == [
+        "/base/fray/status", "/base/fray/jobs", "/base/fray/jobs/(?P<job_id>[^/]+)",
+        "/base/fray/jobs/(?P<job_id>[^/]+)/logs", "/base/fray/jobs/(?P<job_id>[^/]+)/cancel"]
+    assert all(issubclass(handler, tornado.web.RequestHandler) for _, handler in ROUTES)

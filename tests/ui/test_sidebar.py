@@ -1,0 +1,132 @@
+"""The Fray Jobs sidebar in a real JupyterLab (Debian Chromium): a job submitted from a notebook
+kernel is listed, survives a kernel restart with its logs, is cancelled from the sidebar after a
+confirmation, a finished job raises a notification, a connection problem shows a banner, and
+job-provided text never becomes HTML."""
+
+from __future__ import annotations
+
+import uuid
+
+from jobs_fixtures import SIDEBAR_ID, jobs_controller, lab_client, launch_raw  # noqa: F401  (fixtures)
+from labserver import KERNEL_IDLE, Lab, run_first_cell
+from playwright.sync_api import Locator, Page, expect
+
+from fray_jupyter.client import FrayClient
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.planning import plan
+from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
+from fray_jupyter.runtime_file import ControllerInfo
+
+HOSTILE_NAME = "<img_src=x_onerror=alert(1)>"
+"""The embedded controller refuses whitespace in a name, so the `<img src=x onerror=...>` payload
+goes into the job's log instead, and the name is the closest hostile form it accepts."""
+HOSTILE_LINE = "<img src=x onerror=window.__frayXss=1>"
+
+
+def submit_cell(long_name: str, short_name: str) -> str:
+    """Notebook code submitting a long job (2 replicas ticking for a minute) and a short one."""
+    return (
+        "from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, plan\n"
+        "from fray_jupyter.client import connect\n"
+        "client = connect()\n"
+        "def job(name, script, replicas):\n"
+        "    return JobRequest(name=name, entrypoint=Entrypoint.from_binary('sh', ['-c', script]),\n"
+        "                      resources=ResourceConfig(cpu=1, ram='256m', disk='1g'), replicas=replicas)\n"
+        f"long_id = client.submit(plan(job('{long_name}', 'for i in $(seq 600); do echo tick $i; sleep 0.1; done', 2)))\n"
+        f"short_id = client.submit(plan(job('{short_name}', 'sleep 4; echo done', 1)))\n"
+        "print(long_id, short_id)\n"
+    )
+
+
+def show_sidebar(page: Page) -> None:
+    """Open the sidebar once JupyterLab has restored its layout (every plugin has added its panels)."""
+    page.wait_for_function("() => window.jupyterapp?.restored")
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    expect(page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab[title='Fray Jobs']")).to_have_count(1)
+    page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
+    expect(page.locator(f"#{SIDEBAR_ID}")).to_be_visible()
+
+
+def row(page: Page, job_id: str) -> Locator:
+    """The job's row in the sidebar list."""
+    return page.locator(f".fj-JobRow[data-job-id='{job_id}']")
+
+
+def test_a_notebook_job_is_listed_survives_a_kernel_restart_and_is_cancelled(
+        lab: Lab, page: Page, lab_client: FrayClient) -> None:  # noqa: F811
+    tag = uuid.uuid4().hex[:6]
+    long_name, short_name = f"nb-long-{tag}", f"nb-short-{tag}"
+    long_id, short_id = f"/alice/{long_name}", f"/alice/{short_name}"
+    url = lab.open_url(lab.notebook(f"submit-{tag}.ipynb", submit_cell(long_name, short_name)))
+    run_first_cell(page, url)
+    expect(page.locator(".jp-OutputArea-output", has_text=long_id)).to_be_visible(timeout=30_000)
+
+    show_sidebar(page)
+    expect(row(page, long_id).locator(".fj-Badge")).to_have_text("running", timeout=20_000)
+    expect(row(page, long_id)).to_contain_text("2 replicas")
+    expect(row(page, short_id)).to_be_visible()
+    # The short job finishes while the page watches: a notification says so.
+    expect(page.get_by_text(f"Fray job {short_name} succeeded")).to_be_visible(timeout=30_000)
+    expect(row(page, short_id).locator(".fj-Badge")).to_have_text("succeeded")
+
+    # Restart the kernel that submitted, and reload the page: the job is still there, with its logs.
+    page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    page.reload()
+    show_sidebar(page)
+    row(page, long_id).click()
+    view = page.locator(".fj-JobView")
+    expect(view.locator(".fj-JobView-title")).to_have_text(long_name)
+    expect(view.locator(".fj-Tasks tbody tr")).to_have_count(2)
+    logs = view.locator(".fj-Logs")
+    expect(logs).to_contain_text("tick 1", timeout=20_000)
+    seen = logs.locator(".fj-LogLine").count()
+    expect(logs.locator(".fj-LogLine")).not_to_have_count(seen, timeout=20_000)  # the tail follows
+
+    # Cancel, confirming in the dialog: the controller stops it and a notification says so.
+    view.get_by_role("button", name="Cancel job").click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text(long_id)
+    dialog.locator(".jp-Dialog-button.jp-mod-warn").click()
+    expect(view.locator(".fj-JobView-head .fj-Badge")).to_have_text("cancelled", timeout=20_000)
+    assert lab_client.status(long_id).state == job_pb2.JOB_STATE_KILLED
+    expect(view.get_by_role("button", name="Cancel job")).to_be_disabled()
+    expect(page.get_by_text(f"Fray job {long_name} cancelled")).to_be_visible(timeout=30_000)
+
+
+def test_job_provided_text_renders_as_text(lab: Lab, page: Page, jobs_controller: ControllerInfo,  # noqa: F811
+                                          lab_client: FrayClient) -> None:  # noqa: F811
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    job = JobRequest(name="placeholder", entrypoint=Entrypoint.from_binary("sh", ["-c", f"echo '{HOSTILE_LINE}'"]),
+                     resources=ResourceConfig(cpu=1, ram="256m", disk="1g"))
+    request = plan(job, user="alice").request
+    request.name = f"/alice/{HOSTILE_NAME}"  # past Fray's name rules, straight to the controller
+    job_id = launch_raw(jobs_controller, request)
+    lab_client.wait(job_id, timeout=30)
+
+    page.goto(f"{lab.url}/lab?token={lab.token}")
+    show_sidebar(page)
+    name = row(page, job_id).locator(".fj-JobRow-name")
+    expect(name).to_have_text(HOSTILE_NAME, timeout=20_000)
+    row(page, job_id).click()
+    logs = page.locator(".fj-JobView .fj-Logs")
+    expect(logs).to_contain_text(HOSTILE_LINE, timeout=20_000)
+    expect(page.locator(f"#{SIDEBAR_ID} img")).to_have_count(0)
+    assert page.evaluate("window.__frayXss") is None and dialogs == []
+
+
+def test_a_connection_problem_shows_a_banner_not_an_empty_list(lab: Lab, page: Page) -> None:
+    message = "cannot reach the Fray controller at http://127.0.0.1:9: connection refused"
+    page.route("**/fray/jobs?*", lambda route: route.fulfill(
+        status=503, content_type="application/json", body=f'{{"message": "{message}", "code": "controller_unreachable"}}'))
+    page.goto(f"{lab.url}/lab?token={lab.token}")
+    show_sidebar(page)
+    banner = page.locator(f"#{SIDEBAR_ID} .fj-Banner")
+    expect(banner).to_be_visible(timeout=20_000)
+    expect(banner).to_contain_text("Cannot reach the Fray controller")
+    expect(banner).to_contain_text(message)
+    expect(page.locator(f"#{SIDEBAR_ID} .fj-Empty")).to_be_hidden()
+    page.unroute("**/fray/jobs?*")
+    banner.get_by_role("button", name="Retry").click()
+    expect(banner).to_be_hidden(timeout=20_000)
