@@ -33,6 +33,10 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         ["build_launch_request", "client_revision_date", "DEFAULT_CLIENT_REVISION_DATE"], "fray_jupyter.iris.request"),
     **dict.fromkeys(["plan", "Plan"], "fray_jupyter.planning"),
+    **dict.fromkeys(["ResourcePicker", "JobStatusPanel"], "fray_jupyter.widgets"),
+    **dict.fromkeys(["connect", "FrayClient", "FrayError"], "fray_jupyter.client"),
+    **dict.fromkeys(["JobHandle"], "fray_jupyter.handle"),
+    **dict.fromkeys(["FrayMagics"], "fray_jupyter.magics"),
 }
 __all__ = sorted(_EXPORTS)
 
@@ -49,3 +53,20 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted([*globals(), *_EXPORTS])
 
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext fray_jupyter``: register the ``%%fray`` and ``%fray`` magics."""
+    from fray_jupyter.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+# -- Jupyter entry points: the server extension (fray_jupyter.server) and the prebuilt labextension
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """Where Jupyter Server finds ``_load_jupyter_server_extension``."""
+    return [{"module": "fray_jupyter.server"}]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The prebuilt labextension inside the package (built from ``labextension/``)."""
+    return [{"src": "labextension", "dest": "fray-jupyter"}]
