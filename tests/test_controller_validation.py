@@ -26,7 +26,7 @@ def _mutations() -> dict[str, tuple[str, object]]:
     return {
         "name": ("name", "alice/no-leading-slash"),
         "nested": ("name", "/alice/parent/child"),
-        "spaces": ("name", "/alice/my job"),
+        "blank part": ("name", "/alice/   "),
         "dots": ("name", "/alice/.."),
         "replicas": ("replicas", 0),
         "retries": ("max_retries_failure", -1),

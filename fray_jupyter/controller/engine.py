@@ -185,8 +185,7 @@ class Engine:
         assert task is not None
         attempt = task.attempt + 1
         identity = TaskIdentity(job.job_id, idx, attempt, secrets.token_hex(8), job.replicas)
-        user, name = job.job_id.strip("/").split("/", 1)
-        workdir = self.work_root / user / f"{name}-{job.id}" / f"{idx}.{attempt}"
+        workdir = self.work_root / f"job-{job.id}" / f"{idx}.{attempt}"  # names stay out of paths
         entrypoint = request.entrypoint
         steps = [["bash", "-c", command] for command in entrypoint.setup_commands]
         steps.append(list(entrypoint.run_command.argv))

@@ -1,6 +1,7 @@
 """Running one task attempt as local processes, with its output captured line by line.
 
-An attempt runs in its own work dir ``<state dir>/work/<user>/<job>-<n>/<task>.<attempt>``:
+An attempt runs in its own work dir ``<state dir>/work/job-<n>/<task>.<attempt>`` (the job's
+number, never its name):
 the bundle zip (if any) is unpacked there, then ``workdir_files`` are written over it, then
 each ``setup_commands`` entry runs as ``bash -c <command>`` (a failing one fails the attempt)
 and finally ``run_command.argv`` runs. Every process starts in a new session, so it leads its

@@ -14,19 +14,26 @@ from fray_jupyter.iris.proto import controller_pb2
 
 MAX_BUNDLE_SIZE_BYTES: Final[int] = 25 * 1024 * 1024
 MAX_REPLICAS_PER_JOB: Final[int] = 10_000
-_COMPONENT: Final[re.Pattern[str]] = re.compile(r"[^\s/]{1,200}")
+MAX_COMPONENT_LENGTH: Final[int] = 200
+
+
+def _component_ok(part: str) -> bool:
+    # Iris's JobName rule: a component is not empty or only whitespace and has no '/'; we also
+    # keep it printable and short. Names never reach a path or a shell (work dirs use the job's
+    # number), so any other character, '<' or a space included, is just text.
+    return bool(part.strip()) and part.isprintable() and len(part) <= MAX_COMPONENT_LENGTH and part not in (".", "..")
 
 
 def split_job_id(job_id: str) -> tuple[str, str]:
     """``"/alice/train"`` → ``("alice", "train")``. The embedded controller accepts root jobs
-    only: exactly two non-empty components without whitespace, neither ``.`` nor ``..``."""
+    only: exactly two components, each as Iris allows (not empty or only whitespace, no '/'),
+    printable, at most 200 characters, neither ``.`` nor ``..``."""
     parts = job_id.split("/")
-    if (len(parts) != 3 or parts[0] != "" or not all(_COMPONENT.fullmatch(part) for part in parts[1:])
-            or any(part in (".", "..") for part in parts[1:])):
+    if len(parts) != 3 or parts[0] != "" or not all(_component_ok(part) for part in parts[1:]):
         raise RpcError(
             Code.INVALID_ARGUMENT,
-            f"malformed job name {job_id!r}: expected '/<user>/<name>' (two non-empty parts without "
-            "spaces or '/'; nested child jobs are not supported by the embedded controller)",
+            f"malformed job name {job_id!r}: expected '/<user>/<name>' (two printable, non-blank parts "
+            "without '/'; nested child jobs are not supported by the embedded controller)",
         )
     return parts[1], parts[2]
 

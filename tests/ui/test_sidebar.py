@@ -17,9 +17,9 @@ from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.runtime_file import ControllerInfo
 
-HOSTILE_NAME = "<img_src=x_onerror=alert(1)>"
-"""The embedded controller refuses whitespace in a name, so the `<img src=x onerror=...>` payload
-goes into the job's log instead, and the name is the closest hostile form it accepts."""
+HOSTILE_NAME = "<img src=x onerror=alert(1)>"
+"""Fray refuses spaces in names, but Iris (and so the embedded controller) accepts them from any
+client, so the sidebar must show this name as text; the same payload also goes into the log."""
 HOSTILE_LINE = "<img src=x onerror=window.__frayXss=1>"
 
 
