@@ -5,11 +5,12 @@ job-provided text never becomes HTML."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from jobs_fixtures import SIDEBAR_ID, jobs_controller, lab_client, launch_raw  # noqa: F401  (fixtures)
 from labserver import KERNEL_IDLE, Lab, run_first_cell
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.iris.proto import job_pb2
@@ -118,8 +119,17 @@ def test_job_provided_text_renders_as_text(lab: Lab, page: Page, jobs_controller
 
 def test_a_connection_problem_shows_a_banner_not_an_empty_list(lab: Lab, page: Page) -> None:
     message = "cannot reach the Fray controller at http://127.0.0.1:9: connection refused"
-    page.route("**/fray/jobs?*", lambda route: route.fulfill(
-        status=503, content_type="application/json", body=f'{{"message": "{message}", "code": "controller_unreachable"}}'))
+    down, asked = [True], [0]
+
+    def answer(route: Route) -> None:
+        asked[0] += 1
+        if down[0]:
+            route.fulfill(status=503, content_type="application/json",
+                          body=f'{{"message": "{message}", "code": "controller_unreachable"}}')
+        else:
+            route.continue_()
+
+    page.route("**/fray/jobs?*", answer)
     page.goto(f"{lab.url}/lab?token={lab.token}")
     show_sidebar(page)
     banner = page.locator(f"#{SIDEBAR_ID} .fj-Banner")
@@ -127,6 +137,12 @@ def test_a_connection_problem_shows_a_banner_not_an_empty_list(lab: Lab, page: P
     expect(banner).to_contain_text("Cannot reach the Fray controller")
     expect(banner).to_contain_text(message)
     expect(page.locator(f"#{SIDEBAR_ID} .fj-Empty")).to_be_hidden()
-    page.unroute("**/fray/jobs?*")
-    banner.get_by_role("button", name="Retry").click()
-    expect(banner).to_be_hidden(timeout=20_000)
+    before = asked[0]
+    banner.get_by_role("button", name="Retry").click()  # while still down: Retry asks again at once
+    deadline = time.monotonic() + 2
+    while asked[0] == before and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert asked[0] > before
+    expect(banner).to_be_visible()
+    down[0] = False  # the controller comes back: the next poll (backed off, within 30 s) clears it
+    expect(banner).to_be_hidden(timeout=40_000)
