@@ -168,6 +168,39 @@ def test_refused_connection_is_unreachable_quickly(scheme: str) -> None:
     assert not caught.value.retryable
 
 
+def test_refused_after_an_answer_is_retryable_as_a_restart() -> None:
+    """Once the controller has answered, a refused connection means it is restarting: retryable,
+    as gRPC's UNAVAILABLE is (so the client's retry deadline rides through a restart)."""
+    body = STATUS_RESPONSE.SerializeToString()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        transport = ConnectTransport(f"http://127.0.0.1:{server.getsockname()[1]}")
+
+        def answer_once() -> None:
+            connection, _ = server.accept()
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += connection.recv(65536)
+                head, _, rest = request.partition(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                while len(rest) < length:
+                    rest += connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\nconnection: close\r\n"
+                                   b"content-length: %d\r\n\r\n%s" % (len(body), body))
+
+        thread = threading.Thread(target=answer_once)
+        thread.start()
+        assert transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5) == STATUS_RESPONSE
+        thread.join()
+    with pytest.raises(ControllerUnreachable) as caught:  # the port is closed now
+        transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5)
+    transport.close()
+    assert caught.value.retryable and caught.value.code == "unavailable"
+
+
 @pytest.mark.parametrize("scheme", ["http", "grpc"])
 def test_hanging_connect_gives_up_after_the_connect_timeout(scheme: str, blackhole_port: int) -> None:
     started = time.monotonic()

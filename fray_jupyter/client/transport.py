@@ -6,6 +6,8 @@ controller and the embedded one both serve), ``grpc://host:port`` speaks native 
 controller only: a real Iris controller refuses HTTP/2). Both send ``authorization: Bearer <token>``
 when a token is given, give up connecting after ``CONNECT_TIMEOUT`` seconds, and turn every failure
 into a one-line ``FrayError`` (``errors.error_for``). Neither retries; the client decides that.
+Both mark "cannot connect" retryable only once the controller has answered on this transport: a URL
+that never answered fails at once, a controller that answered before is restarting.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ class ConnectTransport:
             self._http = httpx.Client(headers=headers, transport=nodelay, trust_env=False)
         else:
             self._http = httpx.Client(headers=headers)
+        self._answered = False  # a controller answered here before: a refused connection is a restart
 
     def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
         body = self._post(f"/{SERVICE}/{method}", request.SerializeToString(), "application/proto",
@@ -121,13 +124,14 @@ class ConnectTransport:
             response = self._http.post(self.url + path, content=content, headers=headers, timeout=limits)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise ControllerUnreachable(str(exc) or type(exc).__name__, url=self.url, method=method,
-                                        code="unavailable") from None
+                                        code="unavailable", retryable=self._answered) from None
         except httpx.TimeoutException:
             raise RpcFailed(f"no answer within {timeout:g} s", url=self.url, method=method,
                             code="deadline_exceeded") from None
         except httpx.TransportError as exc:  # a kept-alive connection dropped: the server restarted
             raise ControllerUnreachable(f"connection lost: {exc or type(exc).__name__}", url=self.url,
                                         method=method, code="unavailable", retryable=True) from None
+        self._answered = True
         if response.status_code == 200:
             return response.content
         code, message = _connect_status(response)

@@ -4,7 +4,8 @@
 (binary protobuf) or ``application/json`` (protobuf JSON mapping: camelCase names, enums by
 name, 64-bit integers as strings — what a real Iris controller sends). A request body may be
 ``Content-Encoding: gzip``. Every RPC needs ``Authorization: Bearer <token>``, checked before
-the body is read. Errors follow the Connect protocol: an HTTP status and a JSON body
+the body is read. A body over ``MAX_REQUEST_BYTES`` (declared, received, or once unzipped) is
+``resource_exhausted``. Errors follow the Connect protocol: an HTTP status and a JSON body
 ``{"code": "<code>", "message": "..."}`` (401 ``unauthenticated``, 400 ``invalid_argument``,
 404 ``not_found``, 409 ``already_exists``, ...). ``GET /health`` answers ``{"status": "ok"}``
 without a token, so a client can tell a live controller from a stale address.
@@ -83,6 +84,9 @@ class ConnectApp:
         if codec is None:
             raise RpcError(Code.INVALID_ARGUMENT,
                            f"unsupported content-type {media_type!r}: use application/proto or application/json")
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:  # refused before waiting for the bytes
+            raise RpcError(Code.RESOURCE_EXHAUSTED, f"request larger than {MAX_REQUEST_BYTES} bytes")
         body = _decompress(await _read_body(receive), headers.get("content-encoding", "identity"))
         response = self.invoke(method, decode(method, codec, body))
         return 200, media_type, encode(codec, response)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import hmac
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,16 +114,21 @@ Invoke = Callable[[Method, Message], Message]
 
 
 def decode(method: Method, codec: str, body: bytes) -> Message:
-    """Parse a request body; anything unparseable is INVALID_ARGUMENT (unknown JSON fields are
-    ignored, so newer clients with extra fields still work)."""
+    """Parse a request body; anything unparseable (JSON that is not an object included) is
+    INVALID_ARGUMENT (unknown JSON fields are ignored, so newer clients with extra fields still work)."""
     message = method.request()
+    name = method.request.DESCRIPTOR.full_name
     try:
         if codec == "proto":
             message.ParseFromString(body)
         else:
-            json_format.Parse(body or b"{}", message, ignore_unknown_fields=True)
+            payload = json.loads(body or b"{}")
+            if not isinstance(payload, dict):
+                raise RpcError(Code.INVALID_ARGUMENT,
+                               f"cannot parse {name}: expected a JSON object, got {type(payload).__name__}")
+            json_format.ParseDict(payload, message, ignore_unknown_fields=True)
     except (DecodeError, json_format.ParseError, UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise RpcError(Code.INVALID_ARGUMENT, f"cannot parse {method.request.DESCRIPTOR.full_name}: {error}") from None
+        raise RpcError(Code.INVALID_ARGUMENT, f"cannot parse {name}: {error}") from None
     return message
 
 

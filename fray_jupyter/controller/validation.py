@@ -48,6 +48,7 @@ def validate_launch(request: controller_pb2.Controller.LaunchJobRequest) -> None
                        f"replicas={request.replicas} exceeds the maximum of {MAX_REPLICAS_PER_JOB}")
     if not request.entrypoint.run_command.argv or not request.entrypoint.run_command.argv[0]:
         raise RpcError(Code.INVALID_ARGUMENT, "entrypoint.run_command.argv is empty: nothing to run")
+    _validate_process_inputs(request)
     for field in ("max_retries_failure", "max_retries_preemption", "max_task_failures"):
         if getattr(request, field) < 0:
             raise RpcError(Code.INVALID_ARGUMENT, f"{field} must not be negative")
@@ -56,13 +57,31 @@ def validate_launch(request: controller_pb2.Controller.LaunchJobRequest) -> None
             raise RpcError(Code.INVALID_ARGUMENT, f"{field} must not be negative")
     for name in request.entrypoint.workdir_files:
         path = PurePosixPath(name)
-        if not name or path.is_absolute() or ".." in path.parts or "\\" in name:
+        if not path.parts or path.is_absolute() or ".." in path.parts or "\\" in name or "\0" in name:
             raise RpcError(Code.INVALID_ARGUMENT,
                            f"workdir file name {name!r} must be a relative path inside the work dir")
     if request.entrypoint.workdir_file_refs:
         raise RpcError(Code.INVALID_ARGUMENT,
                        "workdir_file_refs are not supported by the embedded controller; send workdir_files")
     _validate_bundle(request.bundle_blob)
+
+
+def _validate_process_inputs(request: controller_pb2.Controller.LaunchJobRequest) -> None:
+    """What becomes a task's argv or environment must be something a process can be given: no NUL
+    anywhere, env var names non-empty and without '='. (Found at spawn time instead, each task would
+    fail with a controller error.)"""
+    entrypoint = request.entrypoint
+    for field, values in (("entrypoint.run_command.argv", entrypoint.run_command.argv),
+                          ("entrypoint.setup_commands", entrypoint.setup_commands)):
+        for index, value in enumerate(values):
+            if "\0" in value:
+                raise RpcError(Code.INVALID_ARGUMENT, f"{field}[{index}] {value!r} contains a NUL character")
+    for name, value in request.environment.env_vars.items():
+        if not name or "=" in name or "\0" in name:
+            raise RpcError(Code.INVALID_ARGUMENT,
+                           f"environment variable name {name!r} must be non-empty and contain no '=' or NUL")
+        if "\0" in value:
+            raise RpcError(Code.INVALID_ARGUMENT, f"environment variable {name} contains a NUL character")
 
 
 def _validate_bundle(blob: bytes) -> None:

@@ -155,6 +155,8 @@ class ResourceConfig(FrayModel):
         ``device_alternatives``; all must share vm_count and chips_per_vm. CPU and RAM default to half
         the primary family's host VM (v5p: 104 cores, "224g"), disk to "50g"; kwargs override them.
         """
+        if not isinstance(tpu_type, (str, list, tuple)):
+            raise ValueError(f"tpu_type must be a TPU type such as 'v5p-8' or a list of them, got {tpu_type!r}")
         types = [tpu_type] if isinstance(tpu_type, str) else list(tpu_type)
         if not types:
             raise ValueError("tpu_type must be non-empty")

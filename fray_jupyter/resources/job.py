@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from enum import Enum
 from typing import Any, ClassVar, Final
@@ -17,6 +18,7 @@ from fray_jupyter.resources.tables import PRIORITY_BANDS
 
 MAX_NAME_LENGTH: Final[int] = 256
 MAX_COUNT: Final[int] = 2**31 - 1  # retry counts are int32 on the wire
+MAX_TIMEOUT_DAYS: Final[int] = timedelta.max.days
 
 
 def check_job_name(name: str) -> str:
@@ -92,6 +94,9 @@ class JobRequest(FrayModel):
     @classmethod
     def _timeout(cls, timeout: Any) -> Any:
         if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+            if not (math.isfinite(timeout) and timeout <= MAX_TIMEOUT_DAYS * 86_400):  # else timedelta() overflows
+                raise ValueError(f"timeout {timeout!r} s must be a positive, finite number of seconds "
+                                 f"(at most {MAX_TIMEOUT_DAYS} days)")
             timeout = timedelta(seconds=timeout)
         if isinstance(timeout, timedelta) and timeout <= timedelta(0):
             raise ValueError(f"timeout {timeout.total_seconds():g} s must be positive")
