@@ -6,6 +6,9 @@
    count and wait until the preview shows the new replica count and the next frame is drawn, 50
    times (p50 / p95). The round trip includes the kernel comm both ways; the same loop over a
    trivial IntText -> HTML pair gives the baseline any widget pays on the machine.
+3. With ``--tcp-nodelay``, the browser part again on a server with Nagle's algorithm off on kernel
+   websockets (``fray_jupyter.server.nodelay``, an opt-in server setting; its docstring says why).
+Every figure is recorded for ``bench/run`` (``bench/results.py``).
 
 Run: .venv/bin/python bench/picker.py [--changes 50] [--python-only] [--tcp-nodelay]
 """
@@ -20,6 +23,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.results import Figure, record
 from fray_jupyter import ResourceConfig, plan
 from fray_jupyter.views.preview import render_preview_html
 from fray_jupyter.widgets import ResourcePicker
@@ -66,21 +72,19 @@ probe_in.add_class("probe-in"), probe_out.add_class("probe-out")
 probe_in.observe(lambda change: setattr(probe_out, "value", f"<b class=probe-value>{change.new}</b>"), names="value")
 display(widgets.VBox([probe_in, probe_out]))
 ResourcePicker(resources=ResourceConfig.with_tpu("v4-32", slice_count=2, regions=["us-central2"]))"""
-# --tcp-nodelay: a server config turning off Nagle's algorithm on kernel websockets (jupyter_server
-# leaves it on, so small widget messages can wait for delayed ACKs).
-NODELAY_CONFIG = """from jupyter_server.services.kernels.websocket import KernelWebsocketHandler
-_open = KernelWebsocketHandler.open
-async def open_without_nagle(self, kernel_id):
-    self.set_nodelay(True)
-    return await _open(self, kernel_id)
-KernelWebsocketHandler.open = open_without_nagle
-"""
+# --tcp-nodelay: Nagle's algorithm off on kernel websockets (fray_jupyter/server/nodelay.py says why
+# jupyter_server's default leaves small widget messages waiting for delayed ACKs).
+NODELAY_SETTING = ("--ServerApp.kernel_websocket_connection_class="
+                   "fray_jupyter.server.nodelay.NoDelayKernelWebsocketConnection")
 
 
 def _summary(label: str, samples_ms: list[float], goal: float | None = None) -> str:
+    """Print one line and record the figure (p50 and p95; the goal applies to p95)."""
     p50 = statistics.median(samples_ms)
     p95 = statistics.quantiles(samples_ms, n=20)[-1]
     verdict = "" if goal is None else f"  [goal p95 <= {goal:.0f} ms: {'pass' if p95 <= goal else 'MISS'}]"
+    record(Figure("picker", label, f"p50 {p50:.2f} ms, p95 {p95:.2f} ms ({len(samples_ms)})",
+                  "" if goal is None else f"p95 <= {goal:.0f} ms", None if goal is None else p95 <= goal))
     return f"{label}: p50 {p50:.2f} ms, p95 {p95:.2f} ms over {len(samples_ms)}{verdict}"
 
 
@@ -109,7 +113,7 @@ def python_side(changes: int) -> None:
 
     _time(change, 20)  # warm up
     print(_summary("python: plan + render", _time(plan_and_render, changes)))
-    print(_summary("python: control change (plan + render + widget update)", _time(change, changes)))
+    print(_summary("python: control change (plan + render + widget update)", _time(change, changes), GOAL_P95_MS))
     assert picker.error is None
 
 
@@ -120,9 +124,7 @@ def browser_side(changes: int, tcp_nodelay: bool) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / "nodelay_config.py"
-        config.write_text(NODELAY_CONFIG)
-        extra = [f"--config={config}"] if tcp_nodelay else []
+        extra = [NODELAY_SETTING] if tcp_nodelay else []
         with running_lab(Path(tmp) / "lab", *extra) as lab, sync_playwright() as playwright:
             browser = playwright.chromium.launch(**launch_args())
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -142,7 +144,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=50)
     parser.add_argument("--python-only", action="store_true")
-    parser.add_argument("--tcp-nodelay", action="store_true", help="also measure with Nagle off on kernel websockets")
+    parser.add_argument("--tcp-nodelay", action="store_true",
+                        help="also measure with Nagle off on kernel websockets (fray_jupyter.server.nodelay)")
     args = parser.parse_args()
     python_side(max(args.changes, 200))
     if not args.python_only:

@@ -1,5 +1,9 @@
 """Job flags shared by the ``fray-jupyter plan`` CLI and the ``%%fray`` magic, named like
-``iris job run``'s where one exists, and their translation into a ``JobRequest``."""
+``iris job run``'s where one exists, and their translation into a ``JobRequest``.
+
+Rule: defining the flags (``add_job_arguments``) imports nothing beyond argparse; the resource
+models are imported by the functions that build them, so ``%load_ext fray_jupyter`` (which builds
+the ``%%fray`` parser) does not load pydantic."""
 
 from __future__ import annotations
 
@@ -7,12 +11,12 @@ import argparse
 import os
 import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
-from fray_jupyter.resources.entrypoint import Entrypoint
-from fray_jupyter.resources.environment import EnvironmentConfig
-from fray_jupyter.resources.job import JobRequest
+if TYPE_CHECKING:
+    from fray_jupyter.resources.config import ResourceConfig
+    from fray_jupyter.resources.entrypoint import Entrypoint
+    from fray_jupyter.resources.job import JobRequest
 
 _GPU_SPEC = re.compile(r"^(?:(?P<variant>[A-Za-z][\w.-]*?)(?:x(?P<count>\d+))?|(?P<bare>\d+))$")
 
@@ -75,6 +79,8 @@ def resource_flags_given(ns: argparse.Namespace) -> list[str]:
 
 
 def _resources(ns: argparse.Namespace) -> ResourceConfig:
+    from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
+
     if ns.any_region and ns.region:
         raise ValueError("--any-region cannot be combined with --region")
     if ns.slices is not None and not ns.tpu:
@@ -87,9 +93,11 @@ def _resources(ns: argparse.Namespace) -> ResourceConfig:
         "regions": [ANY_REGION] if ns.any_region else (list(ns.region) or None),
     }
     given = {key: value for key, value in common.items() if value is not None}
-    if ns.tpu:
+    if ns.tpu:  # --replicas stays a job-level override of slices x VMs (plan() notes it)
         slices = 1 if ns.slices is None else ns.slices
         return ResourceConfig.with_tpu([ns.tpu, *ns.alternative], slice_count=slices, **given)
+    if ns.replicas is not None:  # the resources' own replica count, as Fray's builders take it
+        given["replicas"] = ns.replicas
     if ns.gpu:
         variant, count = parse_gpu_spec(ns.gpu)
         return ResourceConfig.with_gpu(variant, count=count, device_alternatives=ns.alternative or None, **given)
@@ -101,6 +109,9 @@ def job_from_args(ns: argparse.Namespace, entrypoint: Entrypoint, *, default_nam
     """The ``JobRequest`` the parsed flags describe. ``base`` (e.g. from ``--resources``, named
     ``base_name`` in errors) replaces the resource flags, so giving both is an error. Bad values
     raise ``ValueError`` naming the flag or value."""
+    from fray_jupyter.resources.environment import EnvironmentConfig
+    from fray_jupyter.resources.job import JobRequest
+
     if base is not None and (given := resource_flags_given(ns)):
         raise ValueError(f"{base_name} cannot be combined with {', '.join(given)}; "
                          "set those on the ResourceConfig instead")
@@ -118,6 +129,8 @@ def job_from_args(ns: argparse.Namespace, entrypoint: Entrypoint, *, default_nam
 
 def command_entrypoint(argv: Sequence[str]) -> Entrypoint:
     """The entrypoint for a command line after ``--``."""
+    from fray_jupyter.resources.entrypoint import Entrypoint
+
     if not argv:
         raise ValueError("give the command to run after --, e.g. -- python train.py")
     return Entrypoint.from_binary(argv[0], list(argv[1:]))

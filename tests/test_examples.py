@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,3 +38,71 @@ def test_plan_example_shows_the_preview() -> None:
     text = "".join(o.get("text", "") for o in notebook.cells[1].outputs)
     assert "Replicas      8" in text and "tpu-name" in text
     assert "did you mean 'v5p-8'?" in "".join(o.get("text", "") for o in notebook.cells[5].outputs)
+
+
+def _run(name: str) -> nbformat.NotebookNode:
+    path = EXAMPLES[[p.name for p in EXAMPLES].index(name)]
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return notebook
+
+
+def _text(cell: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+
+
+def test_tpu_multislice_example_shows_every_task_in_its_slice() -> None:
+    notebook = _run("tpu_multislice.ipynb")
+    run = next(c for c in notebook.cells
+               if c.cell_type == "code" and c.source.startswith("%%fray --resources picker"))
+    text = _text(run)
+    for index in range(8):
+        assert f"task {index} of 8: slice {index // 4} of 2, VM {index % 4} of 4" in text
+    assert "SUCCEEDED" in text and "8/8 tasks" in text
+
+
+def test_gpu_gang_example_shows_both_gangs_and_submits_one() -> None:
+    notebook = _run("gpu_gang.ipynb")
+    text = "\n".join(_text(c) for c in notebook.cells if c.cell_type == "code")
+    assert "coscheduling: leafgroup" in text and "coscheduling: nvlink.domain.sliced" in text
+    assert "rack 1: 16 tasks" in text and "device-variant IN [gb200, gb300]" in text
+    assert "refused: GPU alternatives must share one coscheduling topology" in text
+    assert "task 1 of 2: asked for 8 x H100" in text and "gpu-gang succeeded" in text
+
+
+# -- examples/real_iris.md names only commands and flags that exist ---------------------------------
+REAL_IRIS = (Path(__file__).parent.parent / "examples" / "real_iris.md").read_text()
+
+
+def _flags_after(prefix: str) -> set[str]:
+    """The ``--flags`` on every line of real_iris.md that contains ``prefix``."""
+    return {flag for line in REAL_IRIS.splitlines() if prefix in line
+            for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", line.split(prefix, 1)[1])}
+
+
+def test_real_iris_guide_uses_only_existing_fray_jupyter_flags() -> None:
+    from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER
+
+    controller_help = subprocess.run([sys.executable, "-m", "fray_jupyter.cli", "controller", "--help"],
+                                     capture_output=True, text=True, check=True).stdout
+    controller_flags = _flags_after("fray-jupyter controller")
+    assert {"--iris-local", "--iris-workers"} <= controller_flags
+    assert not [flag for flag in controller_flags if flag not in controller_help]
+    cell_flags = _flags_after("%%fray")
+    assert {"--controller", "--wait"} <= cell_flags
+    assert not [flag for flag in cell_flags if flag not in CELL_PARSER.format_help()]
+    line_flags = _flags_after("%fray jobs")
+    assert not [flag for flag in line_flags if flag not in LINE_PARSER.format_help() + "--controller"]
+    settings = re.findall(r"%fray config (\w+)", REAL_IRIS) + re.findall(r"c\.FrayMagics\.(\w+)", REAL_IRIS)
+    assert set(settings) == {"controller_url", "user", "token_env"}
+
+
+def test_real_iris_guide_matches_the_code() -> None:
+    from fray_jupyter.client.logs import LOG_SERVICE_PATH
+    from fray_jupyter.controller.iris_local import REQUIREMENT
+    from fray_jupyter.iris.request import DEFAULT_CLIENT_REVISION_DATE, REVISION_DATE_ENV
+
+    for fact in (LOG_SERVICE_PATH, REQUIREMENT, DEFAULT_CLIENT_REVISION_DATE, REVISION_DATE_ENV,
+                 "FRAY_CONTROLLER_URL", "FRAY_CONTROLLER_TOKEN", "IRIS_USER"):
+        assert fact in REAL_IRIS, fact

@@ -25,11 +25,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import ControllerStartFailed, ControllerUnreachable
 from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file, runtime_file_path, state_dir
+
+if TYPE_CHECKING:
+    from fray_jupyter.client.client import FrayClient
 
 URL_ENV: Final[str] = "FRAY_CONTROLLER_URL"
 TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
@@ -44,6 +46,8 @@ _started: list[subprocess.Popen[bytes]] = []
 def connect(url: str | None = None, token: str | None = None, *, start: bool = True,
             timeout: float = 30.0, retry_for: float = 10.0) -> FrayClient:
     """A ``FrayClient`` for the controller chosen by the module's rule (see its docstring)."""
+    from fray_jupyter.client.client import FrayClient  # here: resolving needs no transport (see magics)
+
     url, token = resolve(url, token, start=start)
     return FrayClient(url, token, timeout=timeout, retry_for=retry_for)
 

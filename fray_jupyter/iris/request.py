@@ -5,7 +5,6 @@ intermediate value and a warning for each change the user did not spell out."""
 from __future__ import annotations
 
 import datetime
-import getpass
 import os
 from dataclasses import dataclass
 from typing import Final
@@ -25,6 +24,7 @@ from fray_jupyter.iris.convert import (
 )
 from fray_jupyter.iris.coscheduling import CoschedulingConfig, resolve_coscheduling
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.resources.devices import CpuConfig, TpuConfig
 from fray_jupyter.resources.job import JobRequest
 from fray_jupyter.resources.suggest import unknown_choice
@@ -37,7 +37,6 @@ controllers refuse root jobs from clients more than 14 days older than their own
 sent unless ``IRIS_REVISION_DATE`` (Iris's own override variable) or an explicit argument says
 otherwise. Raise it when targeting a newer controller."""
 REVISION_DATE_ENV: Final[str] = "IRIS_REVISION_DATE"
-USER_ENV: Final[str] = "IRIS_USER"
 
 EXISTING_JOB_POLICIES: Final[dict[str, int]] = {
     "unspecified": job_pb2.EXISTING_JOB_POLICY_UNSPECIFIED, "error": job_pb2.EXISTING_JOB_POLICY_ERROR,
@@ -65,21 +64,6 @@ def client_revision_date(explicit: str | None = None) -> str:
     except ValueError:
         raise ValueError(f"client revision date {date!r} must be an ISO date such as '2026-10-24'") from None
     return date
-
-
-def resolve_user(explicit: str | None = None) -> str:
-    """The submitting user, as Iris resolves it outside a job: the argument, ``$IRIS_USER``, the OS
-    user, else "root". It must be one id component: non-empty, no '/' or whitespace."""
-    user = explicit if explicit is not None else os.environ.get(USER_ENV)
-    if user is None:
-        try:
-            user = getpass.getuser() or "root"
-        except (OSError, KeyError, ImportError):
-            user = "root"
-    user = user.strip()
-    if not user or "/" in user or any(c.isspace() for c in user):
-        raise ValueError(f"user {user!r} must be a non-empty name without '/' or spaces")
-    return user
 
 
 def job_id(user: str, name: str) -> str:

@@ -15,20 +15,24 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 from traitlets import TraitError, Unicode, validate
 
-from fray_jupyter.client.client import TERMINAL_STATES, FrayClient
 from fray_jupyter.client.discovery import TOKEN_ENV, resolve
 from fray_jupyter.client.errors import JobNotFound
-from fray_jupyter.handle import JobHandle
-from fray_jupyter.iris.proto import job_pb2
-from fray_jupyter.iris.request import resolve_user
+from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.magics import settings
 from fray_jupyter.magics.errors import JobFailed, controller_errors
-from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER
-from fray_jupyter.magics.submission import CellPlan, cell_plan, check_url, usage
-from fray_jupyter.views import job as view
+from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER, usage
 
 if TYPE_CHECKING:
+    from fray_jupyter.client.client import FrayClient
+    from fray_jupyter.handle import JobHandle
+    from fray_jupyter.iris.proto import job_pb2
+    from fray_jupyter.magics.submission import CellPlan
     from fray_jupyter.widgets.status import JobStatusPanel
+
+# Rule: this module imports only what registering the magics needs (the class, its traits and the
+# argument parsers): `%load_ext fray_jupyter` must stay cheap (bench/loadext.py; a test checks that
+# pydantic, httpx, grpc and fray_jupyter.planning stay unloaded). The client, the planning code, the
+# views and the widgets are imported by the magic call that first needs them.
 
 LINE: str = "%fray"
 
@@ -67,6 +71,8 @@ class FrayMagics(Magics):
     def client(self, url: str | None = None) -> FrayClient:
         """A client of the controller the settings choose (``url`` overrides them), kept per URL
         and token; starts the embedded controller if that is the choice and none runs."""
+        from fray_jupyter.client.client import FrayClient
+
         with controller_errors("looking for the controller"):
             resolved = resolve(url or settings.effective(self, "controller_url"), settings.token(self))
         if resolved not in self._clients:
@@ -85,6 +91,9 @@ class FrayMagics(Magics):
     # -- %%fray -------------------------------------------------------------------------------------
     @cell_magic("fray")
     def fray_cell(self, line: str, cell: str) -> JobStatusPanel | None:
+        from fray_jupyter.handle import JobHandle
+        from fray_jupyter.magics.submission import cell_plan
+
         args = CELL_PARSER.parse_line(line)
         prepared = cell_plan(args, cell, self.namespace, user=self.user or None)
         if args.dry_run:
@@ -125,6 +134,8 @@ class FrayMagics(Magics):
     @staticmethod
     def _running(client: FrayClient, job_id: str) -> bool:
         """Whether a job by this id is running now (so submitting adopts it)."""
+        from fray_jupyter.client.client import TERMINAL_STATES
+
         with controller_errors(f"looking up {job_id}"):
             try:
                 states = client.state([job_id])
@@ -142,6 +153,8 @@ class FrayMagics(Magics):
         if args.command == "config":
             self._config(args.key, args.value)
             return None
+        from fray_jupyter.magics.submission import check_url
+
         check_url("--controller", args.controller, f"{LINE} {args.command}")
         result: JobStatusPanel | None = getattr(self, f"_{args.command}")(args)
         return result
@@ -149,6 +162,8 @@ class FrayMagics(Magics):
     fray_line.__doc__ = LINE_PARSER.format_help()
 
     def _jobs(self, args: Any) -> None:
+        from fray_jupyter.views import job as view
+
         if args.limit < 1:
             raise usage(f"--limit must be at least 1, got {args.limit}", f"{LINE} jobs")
         client = self.client(args.controller)
@@ -164,6 +179,8 @@ class FrayMagics(Magics):
         return panel(client, job_id)
 
     def _logs(self, args: Any) -> None:
+        from fray_jupyter.views import job as view
+
         if args.tail < 0:
             raise usage(f"--tail must not be negative, got {args.tail}", f"{LINE} logs")
         job_id, client = self.job_id(args.job), self.client(args.controller)
@@ -177,6 +194,8 @@ class FrayMagics(Magics):
                     print(view.log_line(entry), flush=True)
 
     def _cancel(self, args: Any) -> None:
+        from fray_jupyter.views import job as view
+
         job_id, client = self.job_id(args.job), self.client(args.controller)
         with controller_errors(f"cancelling {job_id}"):
             before = client.status(job_id)
@@ -209,6 +228,9 @@ def panel(client: FrayClient, job_id: str) -> JobStatusPanel:
 def wait(handle: JobHandle) -> job_pb2.JobStatus:
     """``--wait``: print the job's log lines as they come, then a one-line result; a job that does
     not succeed raises ``JobFailed`` with its summary (state, error, failed tasks, last lines)."""
+    from fray_jupyter.iris.proto import job_pb2
+    from fray_jupyter.views import job as view
+
     tail: deque[str] = deque(maxlen=view.SUMMARY_LOG_LINES)
     job_id = handle.job_id
     try:

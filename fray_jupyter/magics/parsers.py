@@ -17,6 +17,8 @@ from IPython.core.magic_arguments import MagicArgumentParser
 
 from fray_jupyter.flags import add_job_arguments
 
+CELL: Final[str] = "%%fray"
+
 CELL_DESCRIPTION: Final[str] = """\
 Run this cell's code as a Fray job on an Iris controller, and show its live status.
 
@@ -48,6 +50,11 @@ Look after Fray jobs: list them, watch one, read or follow its logs, cancel it, 
 the settings. ID is a job id (/user/name) or, for your own jobs, just the name. `%%fray` (two %)
 submits a cell.
 """
+
+
+def usage(message: str, label: str = CELL) -> UsageError:
+    """A one-line ``UsageError`` naming the magic (``label``), whitespace collapsed."""
+    return UsageError(f"{label}: {' '.join(str(message).split())}")
 
 
 class FrayParser(MagicArgumentParser):

@@ -21,11 +21,12 @@ from __future__ import annotations
 import os
 import re
 from typing import Final
+from urllib.parse import urlsplit
 
 from traitlets import HasTraits, TraitError
 
 from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
-from fray_jupyter.iris.request import USER_ENV, resolve_user
+from fray_jupyter.iris.user import USER_ENV, resolve_user
 from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path
 
 FALLBACK_ENV: Final[dict[str, str]] = {"controller_url": URL_ENV, "user": USER_ENV}
@@ -88,17 +89,29 @@ def render(owner: HasTraits, key: str | None = None) -> str:
     return "\n".join(f"{k:<{width}}  {v:<{value_width}}  ({source})" for k, v, source in rows)
 
 
-def validate(key: str, value: str) -> str:
-    """``value`` for setting ``key``, checked; ``ValueError`` saying what is wrong."""
+def check_controller_url(what: str, url: str) -> None:
+    """``ValueError`` naming ``what`` unless ``url`` starts with a scheme some transport speaks and
+    names a host (and a port, if any, that is a number)."""
     from fray_jupyter.client.transport import TRANSPORTS
 
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port
+    except ValueError as error:  # an unclosed IPv6 bracket, a port that is not a number
+        raise ValueError(f"{what} {url!r} is not a URL: {error}") from None
+    if "://" not in url or parts.scheme.lower() not in TRANSPORTS:
+        known = ", ".join(f"{name}://" for name in TRANSPORTS)
+        raise ValueError(f"{what} {url!r} must start with one of {known}")
+    if not host:
+        raise ValueError(f"{what} {url!r} names no host; write it like http://127.0.0.1:10000")
+
+
+def validate(key: str, value: str) -> str:
+    """``value`` for setting ``key``, checked; ``ValueError`` saying what is wrong."""
     if not value:
         return value
     if key == "controller_url":
-        scheme = value.split("://", 1)[0].lower() if "://" in value else ""
-        if scheme not in TRANSPORTS:
-            known = ", ".join(f"{name}://" for name in TRANSPORTS)
-            raise ValueError(f"controller_url {value!r} must start with one of {known}")
+        check_controller_url("controller_url", value)
     elif key == "user":
         resolve_user(value)
     elif key == "token_env" and not ENV_NAME.fullmatch(value):

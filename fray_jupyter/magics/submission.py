@@ -20,20 +20,17 @@ import keyword
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import urlsplit
 
-from IPython.core.error import UsageError
-
-from fray_jupyter.client.transport import TRANSPORTS
 from fray_jupyter.flags import job_from_args
 from fray_jupyter.iris.bundle import WorkspaceBundle, create_workspace_zip
+from fray_jupyter.magics.parsers import CELL, usage
+from fray_jupyter.magics.settings import check_controller_url
 from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources.config import ResourceConfig
 from fray_jupyter.resources.entrypoint import Entrypoint
 from fray_jupyter.resources.interop import coerce
 from fray_jupyter.resources.job import JobRequest
 
-CELL: Final[str] = "%%fray"
 NAME_PREFIX: Final[str] = "cell-"
 PLACEHOLDER_NAME: Final[str] = "cell"
 
@@ -44,11 +41,6 @@ class CellPlan:
 
     plan: Plan
     bundle: WorkspaceBundle | None
-
-
-def usage(message: str, label: str = CELL) -> UsageError:
-    """A one-line ``UsageError`` naming the magic."""
-    return UsageError(f"{label}: {' '.join(str(message).split())}")
 
 
 def check_body(cell: str) -> None:
@@ -72,10 +64,13 @@ def check_variable_name(flag: str, name: str | None) -> None:
 
 
 def check_url(flag: str, url: str | None, label: str = CELL) -> None:
-    """A controller URL must use a scheme some transport speaks."""
-    if url is not None and urlsplit(url).scheme.lower() not in TRANSPORTS:
-        known = ", ".join(f"{scheme}://" for scheme in TRANSPORTS)
-        raise usage(f"{flag} {url!r} must start with one of {known}", label)
+    """A controller URL must use a scheme some transport speaks and name a host
+    (``settings.check_controller_url``)."""
+    if url is not None:
+        try:
+            check_controller_url(flag, url)
+        except ValueError as error:
+            raise usage(str(error), label) from None
 
 
 def lookup(namespace: Mapping[str, Any], path: str) -> Any:

@@ -8,6 +8,10 @@ Settings (``jupyter_server_config.py`` or the command line):
   server always share one controller. Turn it off to only ever show a controller someone else
   started (the sidebar then shows a banner).
 * ``c.FrayServer.rpc_timeout`` (default 10 s): how long one controller call may take.
+
+Not a setting of this extension, but documented with it: widget round trips (the picker's preview)
+are faster with Nagle's algorithm off on Jupyter Server's kernel websockets, an opt-in
+``c.ServerApp.kernel_websocket_connection_class`` (see ``fray_jupyter.server.nodelay``).
 """
 
 from __future__ import annotations

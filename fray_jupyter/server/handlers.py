@@ -34,7 +34,7 @@ from fray_jupyter.client import (
     JobNotFound,
 )
 from fray_jupyter.client.client import SORT_FIELDS
-from fray_jupyter.iris.request import resolve_user
+from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.server import serialize
 from fray_jupyter.server.link import ControllerLink
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import nbformat
 
+from tests.jupyter_isolation import stop_runtime_controller
+
 CHROMIUM = "/usr/lib/chromium/chromium" if Path("/usr/lib/chromium/chromium").exists() else "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
@@ -36,11 +38,13 @@ def launch_args() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Lab:
-    """A running server: its base URL, token and the directory notebooks are served from."""
+    """A running server: its base URL, token, the directory notebooks are served from, and the
+    server's process id."""
 
     url: str
     token: str
     root: Path
+    pid: int
 
     def notebook(self, name: str, *sources: str) -> str:
         """Write a notebook of code cells into the root; return its name."""
@@ -100,7 +104,7 @@ def running_lab(workdir: Path, *extra_args: str) -> Iterator[Lab]:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_until_up(url, token, process, log)
-        yield Lab(url, token, root)
+        yield Lab(url, token, root, process.pid)
     finally:
         process.terminate()
         try:
@@ -108,6 +112,7 @@ def running_lab(workdir: Path, *extra_args: str) -> Iterator[Lab]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        stop_runtime_controller(workdir / "runtime")  # one the sidebar or a kernel started here
 
 
 def run_first_cell(page: Any, url: str) -> None:
