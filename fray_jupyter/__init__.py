@@ -6,8 +6,9 @@ fray_jupyter`` (and ``%load_ext fray_jupyter``) stays cheap until a model or pla
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
+
+from fray_jupyter.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -39,19 +40,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["FrayMagics"], "fray_jupyter.magics"),
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fray_jupyter' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 
 
 def load_ipython_extension(ipython: Any) -> None:
