@@ -61,3 +61,11 @@ def test_missing_command_negative_timeout_and_bad_file_names() -> None:
 def test_a_realistic_request_passes_and_names_split() -> None:
     validate_launch(launch_request("fine", "true", bundle_blob=_zip("pkg/ok.py")))
     assert split_job_id("/alice/train-1") == ("alice", "train-1")
+
+
+def test_long_error_messages_are_cut_but_say_so() -> None:
+    from fray_jupyter.controller.rpc import MAX_MESSAGE_LENGTH, Code, RpcError
+
+    error = RpcError(Code.NOT_FOUND, "job " + "x" * 10_000 + " not found")
+    assert len(error.message) < MAX_MESSAGE_LENGTH + 40 and error.message.endswith("more characters)")
+    assert RpcError(Code.NOT_FOUND, "short").message == "short"

@@ -59,10 +59,20 @@ class Code(enum.Enum):
         return self.value[2]
 
 
+MAX_MESSAGE_LENGTH: Final[int] = 1000
+"""Error messages echo the caller's values; past this many characters they are cut, so a 10 KB
+job id cannot push a gRPC status past the peer's metadata limit (it would arrive as
+RESOURCE_EXHAUSTED instead of the real code)."""
+
+
 class RpcError(Exception):
-    """A refused RPC: a status code and a message meant for the person who sent it."""
+    """A refused RPC: a status code and a message meant for the person who sent it (at most
+    ``MAX_MESSAGE_LENGTH`` characters; a longer one is cut and says how much was left out)."""
 
     def __init__(self, code: Code, message: str) -> None:
+        if len(message) > MAX_MESSAGE_LENGTH:
+            cut = len(message) - MAX_MESSAGE_LENGTH
+            message = f"{message[:MAX_MESSAGE_LENGTH]}… ({cut} more characters)"
         super().__init__(message)
         self.code = code
         self.message = message
