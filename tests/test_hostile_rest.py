@@ -8,24 +8,17 @@ pytest-jupyter's fixtures are imported into this module only, as in ``test_serve
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
-from urllib.parse import quote
+from typing import Any
 
 import pytest
-from jupyter_server.utils import url_path_join
 from pytest_jupyter.jupyter_server import *
 
 from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.runtime_file import runtime_file_path, write_runtime_file
 from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
-
-
-class Reply(NamedTuple):
-    code: int
-    body: Any
+from tests.fray_rest import Reply, fetch, job_path
 
 
 @pytest.fixture(scope="module")
@@ -63,21 +56,10 @@ def raw(http_server_client: Any, jp_base_url: str, jp_auth_header: dict[str, str
     write_runtime_file(controller.info, runtime_file_path())
 
     def call(path: str, *, method: str = "GET") -> Reply:
-        response = jp_asyncio_loop.run_until_complete(http_server_client.fetch(
-            url_path_join(jp_base_url, "fray", path), method=method, headers=dict(jp_auth_header),
-            body=b"" if method in ("POST", "PUT") else None, raise_error=False, request_timeout=30,
-            allow_nonstandard_methods=True))
-        try:
-            body = json.loads(response.body) if response.body else None
-        except ValueError:
-            body = response.body.decode(errors="replace")
-        return Reply(response.code, body)
+        return fetch(http_server_client, jp_asyncio_loop, jp_base_url, path, method=method,
+                     headers=dict(jp_auth_header))
 
     return call
-
-
-def job(job_id: str, *rest: str) -> str:
-    return "/".join(["jobs", quote(job_id, safe=""), *rest])
 
 
 KNOWN = "%2Falice%2Fsurvivor"  # the known job's id, encoded
@@ -131,7 +113,7 @@ def test_hostile_requests_are_4xx_json_and_the_server_keeps_serving(raw: Callabl
     assert "Traceback" not in reply.body["message"]
     listed = raw("jobs?name=survivor")
     assert listed.code == 200 and [j["job_id"] for j in listed.body["jobs"]] == [known_job]
-    logs = raw(job(known_job, "logs"))
+    logs = raw(job_path(known_job, "logs"))
     assert [entry["data"] for entry in logs.body["entries"]] == ["still-here"]
 
 
@@ -145,5 +127,5 @@ def test_odd_but_valid_list_queries_are_answered(raw: Callable[..., Reply], know
 
 
 def test_a_huge_cursor_reads_nothing_new(raw: Callable[..., Reply], known_job: str) -> None:
-    reply = raw(f"{job(known_job, 'logs')}?cursor={2**62}")
+    reply = raw(f"{job_path(known_job, 'logs')}?cursor={2**62}")
     assert reply == (200, {"entries": [], "cursor": 2**62})

@@ -29,6 +29,7 @@ from fray_jupyter.resources import Entrypoint, ResourceConfig
 from fray_jupyter.views.preview import render_preview_html
 from fray_jupyter.widgets.picker import ResourcePicker
 from fray_jupyter.widgets.status import JobStatusPanel
+from tests.assertions import one_usage_line
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
 from tests.jupyter_isolation import isolated_jupyter
 
@@ -352,12 +353,6 @@ def namespace(ip: InteractiveShell, tmp_path_factory: pytest.TempPathFactory) ->
     return str(big)
 
 
-def _one_usage_line(raised: pytest.ExceptionInfo[BaseException], fragment: str, magic: str) -> None:
-    error = raised.value
-    assert type(error) is UsageError, f"{type(error).__name__} is not a plain UsageError"
-    message = str(error)
-    assert "\n" not in message and message.startswith(magic), message
-    assert fragment in message, f"{fragment!r} not in {message!r}"
 
 
 @pytest.mark.parametrize(("line", "cell", "fragment"), BAD_CELLS, ids=[f"{i}:{c[0] or c[1][:12]}" for i, c in
@@ -366,14 +361,14 @@ def test_bad_cell_magic_lines_raise_one_clear_usage_error(ip: InteractiveShell, 
                                                            cell: str, fragment: str) -> None:
     with pytest.raises(UsageError) as raised:
         fray(ip, line.format(big=namespace), cell)
-    _one_usage_line(raised, fragment, "%%fray")
+    one_usage_line(raised, fragment, "%%fray")
 
 
 @pytest.mark.parametrize(("line", "fragment"), BAD_LINES, ids=[line or "(empty)" for line, _ in BAD_LINES])
 def test_bad_line_magic_lines_raise_one_clear_usage_error(ip: InteractiveShell, line: str, fragment: str) -> None:
     with pytest.raises(UsageError) as raised:
         fray(ip, line)
-    _one_usage_line(raised, fragment, "%fray")
+    one_usage_line(raised, fragment, "%fray")
 
 
 def test_the_shell_shows_a_usage_error_as_one_line_and_fails_the_cell(ip: InteractiveShell) -> None:

@@ -12,6 +12,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing import globalipapp
 
 from fray_jupyter.runtime_file import RUNTIME_FILE_NAME
+from tests.assertions import one_usage_line
 from tests.jupyter_isolation import isolated_jupyter
 
 BAD_CELLS: list[tuple[str, str]] = [
@@ -76,23 +77,17 @@ def ip(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InteractiveShell]:
         assert not (Path(runtime) / RUNTIME_FILE_NAME).exists(), "a hostile line started a controller"
 
 
-def _one_usage_line(raised: pytest.ExceptionInfo[BaseException], fragment: str, magic: str) -> None:
-    error = raised.value
-    assert type(error) is UsageError, f"{type(error).__name__} is not a plain UsageError"
-    message = str(error)
-    assert "\n" not in message and message.startswith(magic), message
-    assert fragment in message, f"{fragment!r} not in {message!r}"
 
 
 @pytest.mark.parametrize(("line", "fragment"), BAD_CELLS, ids=[line[:40] for line, _ in BAD_CELLS])
 def test_hostile_cell_lines_are_one_usage_error(ip: InteractiveShell, line: str, fragment: str) -> None:
     with pytest.raises(UsageError) as raised:
         ip.run_cell_magic("fray", line, "print('never runs')\n")
-    _one_usage_line(raised, fragment, "%%fray")
+    one_usage_line(raised, fragment, "%%fray")
 
 
 @pytest.mark.parametrize(("line", "fragment"), BAD_LINES, ids=[line[:40] for line, _ in BAD_LINES])
 def test_hostile_line_magics_are_one_usage_error(ip: InteractiveShell, line: str, fragment: str) -> None:
     with pytest.raises(UsageError) as raised:
         ip.run_line_magic("fray", line)
-    _one_usage_line(raised, fragment, "%fray")
+    one_usage_line(raised, fragment, "%fray")

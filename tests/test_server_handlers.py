@@ -8,7 +8,6 @@ the server's event loop through the ``api`` fixture.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -16,13 +15,13 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
-from urllib.parse import quote, urlencode
+from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
-from jupyter_server.utils import JupyterServerAuthWarning, url_path_join
+from jupyter_server.utils import JupyterServerAuthWarning
 from pytest_jupyter.jupyter_server import *
 
 from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
@@ -31,14 +30,11 @@ from fray_jupyter.iris.request import resolve_user
 from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path, write_runtime_file
 from fray_jupyter.server.extension import ROUTES, routes
 from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
+from tests.fray_rest import Reply, fetch, job_path
 
 HOSTILE_NAME = "<img_src=x_onerror=alert(1)>"
-"""The embedded controller refuses whitespace in names, so this is the closest hostile name it takes."""
-
-
-class Reply(NamedTuple):
-    code: int
-    body: Any
+"""Submitted through plan(), which keeps Fray's no-spaces rule, so this is the closest hostile name it
+takes (the browser test sends the literal ``<img src=x onerror=alert(1)>`` past Fray by raw RPC)."""
 
 
 @pytest.fixture(scope="session")
@@ -80,22 +76,11 @@ def api(http_server_client: Any, jp_base_url: str, jp_auth_header: dict[str, str
     already encoded (a job id is one ``%2F``-encoded segment), which ``jp_fetch`` would re-encode."""
 
     def call(path: str, *, method: str = "GET", params: dict[str, Any] | None = None, auth: bool = True) -> Reply:
-        url = url_path_join(jp_base_url, "fray", path) + (f"?{urlencode(params)}" if params else "")
-        headers = dict(jp_auth_header) if auth else {}
-        response = jp_asyncio_loop.run_until_complete(http_server_client.fetch(
-            url, method=method, headers=headers, body=b"" if method == "POST" else None, raise_error=False,
-            request_timeout=30))
-        try:
-            body = json.loads(response.body) if response.body else None
-        except ValueError:
-            body = response.body.decode(errors="replace")
-        return Reply(response.code, body)
+        return fetch(http_server_client, jp_asyncio_loop, jp_base_url,
+                     path + (f"?{urlencode(params)}" if params else ""), method=method,
+                     headers=dict(jp_auth_header) if auth else None)
 
     return call
-
-
-def job_path(job_id: str, *rest: str) -> str:
-    return "/".join(["jobs", quote(job_id, safe=""), *rest])
 
 
 def submit(controller: ControllerProcess, command: str, *, name: str | None = None, replicas: int = 2,
