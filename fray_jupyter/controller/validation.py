@@ -4,15 +4,14 @@ INVALID_ARGUMENT and a message that says what to change; nothing is stored."""
 from __future__ import annotations
 
 import io
-import re
 import zipfile
 from pathlib import PurePosixPath
 from typing import Final
 
 from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.iris.bundle import MAX_BUNDLE_SIZE_BYTES
 from fray_jupyter.iris.proto import controller_pb2
 
-MAX_BUNDLE_SIZE_BYTES: Final[int] = 25 * 1024 * 1024
 MAX_REPLICAS_PER_JOB: Final[int] = 10_000
 MAX_COMPONENT_LENGTH: Final[int] = 200
 
