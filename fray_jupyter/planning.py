@@ -11,6 +11,7 @@ from google.protobuf import json_format, text_format
 
 from fray_jupyter.iris.constraints import Constraint
 from fray_jupyter.iris.coscheduling import TaskGroup, task_groups
+from fray_jupyter.iris.placement import gang_error
 from fray_jupyter.iris.request import EnvVar, LaunchJobRequest, Translation, translate
 from fray_jupyter.resources.devices import CpuConfig, GpuConfig, TpuConfig, device_flops, tpu_family
 from fray_jupyter.resources.interop import coerce
@@ -23,7 +24,8 @@ class Plan:
     """What Iris will receive for one job. Build it with ``plan()``; never edit it.
 
     Per-replica figures are as sent (after the CPU floor); ``replicas`` is after Iris's TPU
-    adjustment; ``groups`` partition the task indices by how the scheduler places them.
+    adjustment; ``groups`` partition the task indices as Iris places them (one gang for a
+    coscheduled job); ``errors`` say why Iris will never place it, whatever the cluster.
     """
 
     translation: Translation
@@ -122,6 +124,13 @@ class Plan:
     def warnings(self) -> tuple[str, ...]:
         """One sentence per change made that the job did not spell out."""
         return self.translation.warnings
+
+    @cached_property
+    def errors(self) -> tuple[str, ...]:
+        """Error-level findings: why Iris will never place this job on any cluster (e.g. a multi-slice
+        TPU gang larger than one slice), each with what to do instead. Empty when nothing is known wrong."""
+        error = gang_error(self.translation.request)
+        return (error,) if error else ()
 
     # -- the request -------------------------------------------------------------------------------
     @property

@@ -130,8 +130,10 @@ def groups_of(rc: ResourceConfig, replicas: int) -> list[tuple[tuple[int, ...], 
     return [(g.tasks, g.gang, g.hard) for g in groups]
 
 
-def test_multi_vm_tpu_groups_by_slice() -> None:
-    assert groups_of(RC.with_tpu("v4-32"), 8) == [((0, 1, 2, 3), True, True), ((4, 5, 6, 7), True, True)]
+def test_a_multi_slice_tpu_job_is_one_gang_not_one_per_slice() -> None:
+    """Iris 0.2.227: a coscheduled job is ONE gang on one tpu-name (iris-twin.md §3)."""
+    assert groups_of(RC.with_tpu("v4-32"), 8) == [(tuple(range(8)), True, True)]
+    assert groups_of(RC.with_tpu("v4-32"), 4) == [((0, 1, 2, 3), True, True)]
 
 
 def test_single_vm_tpu_slices_are_independent() -> None:
@@ -142,20 +144,13 @@ def test_single_vm_tpu_slices_are_independent() -> None:
     ]
 
 
-def test_nvl72_sliced_groups_by_rack_slice() -> None:
-    assert groups_of(RC.with_gpu("GB200", count=4), 32) == [
-        (tuple(range(16)), True, True),
-        (tuple(range(16, 32)), True, True),
-    ]
-    assert [len(t) for t, _, _ in groups_of(RC.with_gpu("GB200", count=4), 33)] == [11, 11, 11]
-
-
-def test_nvl72_single_rack_is_one_hard_group() -> None:
+def test_nvl72_gangs_are_one_gang() -> None:
+    assert groups_of(RC.with_gpu("GB200", count=4), 32) == [(tuple(range(32)), True, True)]
     assert groups_of(RC.with_gpu("GB200", count=4), 16) == [(tuple(range(16)), True, True)]
 
 
-def test_leafgroup_is_one_soft_gang() -> None:
-    assert groups_of(RC.with_gpu("H100", count=8), 3) == [((0, 1, 2), True, False)]
+def test_leafgroup_is_one_required_gang() -> None:
+    assert groups_of(RC.with_gpu("H100", count=8), 3) == [((0, 1, 2), True, True)]
 
 
 def test_uncoscheduled_tasks_are_singletons() -> None:
@@ -164,18 +159,21 @@ def test_uncoscheduled_tasks_are_singletons() -> None:
 
 
 def test_group_labels() -> None:
-    labels = [g.label for g in task_groups(RC.with_tpu("v4-16"), 4, CoschedulingConfig("tpu-name"))]
-    assert labels == ["slice 0", "slice 1"]
+    assert [g.label for g in task_groups(RC.with_tpu("v4-16"), 2, CoschedulingConfig("tpu-name"))] == ["slice 0"]
+    assert [g.label for g in task_groups(RC.with_tpu("v4-16"), 4, CoschedulingConfig("tpu-name"))] == ["tpu-name"]
+    assert [g.label for g in task_groups(RC.with_gpu("GB200", count=4), 8, CoschedulingConfig("nvlink.domain"))] == [
+        "rack 0"]
+    assert [g.label for g in task_groups(RC.with_tpu("v5p-8"), 2, None)] == ["slice 0", "slice 1"]
 
 
 def test_a_direct_multi_vm_tpu_with_one_requested_replica_is_not_ganged() -> None:
     """Fray resolves coscheduling before Iris raises replicas 1 -> vm_count, so nothing is sent;
-    the plan shows the slice's VMs as one group that is not a gang (what Iris receives)."""
+    Iris then places the slice's 4 tasks independently."""
     rc = RC(device=TpuConfig("v4-32"))
     assert resolve_coscheduling(rc, 1) is None
-    assert [(g.tasks, g.gang) for g in task_groups(rc, 4, None)] == [((0, 1, 2, 3), False)]
+    assert [(g.tasks, g.gang) for g in task_groups(rc, 4, None)] == [((i,), False) for i in range(4)]
 
 
 def test_gpu_config_positional_in_groups() -> None:
     rc = RC(device=GpuConfig("H100", "gpu", 8), replicas=2)
-    assert groups_of(rc, 2) == [((0, 1), True, False)]
+    assert groups_of(rc, 2) == [((0, 1), True, True)]

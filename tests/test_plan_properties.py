@@ -186,7 +186,10 @@ def check_invariants(job: JobRequest, p: Plan) -> None:
     )
     if isinstance(device, TpuConfig):
         assert p.chips_per_task == device.chip_count()
-        assert [len(g.tasks) for g in p.groups] == [device.vm_count()] * (p.replicas // device.vm_count())
+        # Iris places a coscheduled job as ONE gang; a gang larger than one slice is never placed
+        gang = p.group_by is not None
+        assert [len(g.tasks) for g in p.groups] == ([p.replicas] if gang else [1] * p.replicas)
+        assert bool(p.errors) == (gang and p.replicas != device.vm_count())
         assert p.hbm_bytes == p.total_chips * TPU_HBM_BYTES_PER_CHIP[tpu_family(device.variant)]
     elif isinstance(device, GpuConfig):
         assert p.chips_per_task == device.count and p.hbm_bytes is None
@@ -204,6 +207,7 @@ def check_invariants(job: JobRequest, p: Plan) -> None:
         assert p.group_by == "tpu-name"
     else:
         assert p.group_by in {"leafgroup", "nvlink.domain", "nvlink.domain.sliced"}
+    assert len(p.groups) == (1 if p.group_by else p.replicas)
     assert (request.coscheduling.group_by if request.HasField("coscheduling") else None) == p.group_by
 
     # the request round-trips unchanged, in every rendering

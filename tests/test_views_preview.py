@@ -34,8 +34,10 @@ def test_tpu_figures_are_as_sent() -> None:
     assert ">1 TiB</b><span>HBM in total" in html and ">8.8 PFLOP/s</b><span>peak bf16" in html
     assert "Per task, as sent: 120 cores · 200 GiB RAM · 50 GiB disk · 4 × v4-32" in html
     assert '<code class="fray-job-id">/alice/train</code>' in html
-    assert 'class="fray-diagram"' in html and 'data-groups="2"' in html
+    assert 'class="fray-diagram"' in html and 'data-groups="1"' in html
     assert '<span class="fray-size">' in html and "replicas: 8" in html
+    error = html[html.index('class="fray-error fray-placement-error"'):]
+    assert 'role="alert">a v4-32 slice has 4 VMs: this 8-task gang can never be placed by Iris 0.2.227' in error
 
 
 def test_constraints_fray_versus_wire_and_warnings() -> None:

@@ -27,9 +27,15 @@ def test_text_shows_every_section() -> None:
         assert fragment in text
 
 
-def test_large_group_lists_are_collapsed() -> None:
+def test_independent_tasks_are_one_line() -> None:
+    text = render_text(_plan(ResourceConfig.with_tpu("v5p-8", slice_count=20)))
+    assert "Coscheduling  none: 20 independent tasks\n" in text
+
+
+def test_a_gang_larger_than_a_slice_is_an_error() -> None:
     text = render_text(_plan(ResourceConfig.with_tpu("v4-16", slice_count=20)))
-    assert "… 12 more groups" in text
+    assert "Coscheduling  tpu-name: one gang of tasks 0-39\n" in text
+    assert "Errors        ✗ a v4-16 slice has 2 VMs: this 40-task gang can never be placed by Iris 0.2.227" in text
 
 
 def test_json_round_trips_the_figures() -> None:

@@ -1,4 +1,4 @@
-"""Gang scheduling: Fray's ``resolve_coscheduling`` and the concrete groups a ``group_by`` makes.
+"""Gang scheduling: Fray's ``resolve_coscheduling`` and the groups Iris places together.
 
 TPU: a multi-VM slice's VMs share a ``tpu-name``; single-VM slices are independent (PR #5226).
 GPU: the level depends on the model (CoreWeave topology): NVL72 parts (GB200/GB300) bind to one
@@ -103,8 +103,9 @@ def resolve_coscheduling(resources: ResourceConfig, replicas: int) -> Coscheduli
 
 @dataclass(frozen=True)
 class TaskGroup:
-    """Task indices placed together: a TPU slice, a GPU rack (slice), or a single independent task.
-    ``gang`` says whether Iris starts them all-or-nothing; ``hard`` whether placement is required."""
+    """Task indices Iris places together: a gang (all at once, on one ``group_by`` value) or a single
+    independent task. ``gang`` says whether Iris starts them all-or-nothing; ``hard`` whether sharing
+    one ``group_by`` value is required (always, for Iris 0.2.227's scheduler)."""
 
     label: str
     tasks: tuple[int, ...]
@@ -112,28 +113,24 @@ class TaskGroup:
     hard: bool
 
 
-def _chunks(label: str, replicas: int, size: int, *, gang: bool, hard: bool) -> tuple[TaskGroup, ...]:
-    return tuple(
-        TaskGroup(f"{label} {i}", tuple(range(start, min(start + size, replicas))), gang, hard)
-        for i, start in enumerate(range(0, replicas, size))
-    )
+def _gang_label(resources: ResourceConfig, replicas: int, group_by: str) -> str:
+    device = resources.device
+    if isinstance(device, TpuConfig) and group_by == TPU_NAME and device.vm_count() == replicas:
+        return "slice 0"
+    if group_by == NVLINK_DOMAIN:
+        return "rack 0"
+    return group_by
 
 
 def task_groups(resources: ResourceConfig, replicas: int, coscheduling: CoschedulingConfig | None) -> tuple[TaskGroup, ...]:
-    """Partition task indices 0..replicas-1 into the groups the scheduler places together.
+    """Partition task indices 0..replicas-1 as Iris 0.2.227 places them (``iris-twin.md`` §3).
 
-    Every task is in exactly one group. TPU tasks group by slice (``vm_count`` consecutive tasks);
-    ``nvlink.domain.sliced`` by rack slice; ``nvlink.domain`` and ``leafgroup`` make one group; an
-    uncoscheduled job makes one group per task (or per single-VM slice).
+    A coscheduled job is ONE gang of every task on one value of ``group_by`` (the scheduler's
+    ``_find_coscheduled_assignments``), whatever the slice or rack size: a multi-slice TPU job is not
+    a gang per slice. Any other job is one independent task per index (a single-VM TPU slice each).
     """
-    device = resources.device
-    group_by = coscheduling.group_by if coscheduling else None
-    if isinstance(device, TpuConfig):
-        return _chunks("slice", replicas, device.vm_count(), gang=group_by == TPU_NAME, hard=group_by == TPU_NAME)
-    if group_by == NVLINK_DOMAIN_SLICED and isinstance(device, GpuConfig):
-        return _chunks("rack", replicas, rack_slice_size(device.count, replicas), gang=True, hard=True)
-    if group_by == NVLINK_DOMAIN:
-        return (TaskGroup("rack 0", tuple(range(replicas)), True, True),)
-    if group_by is not None:
-        return (TaskGroup(group_by, tuple(range(replicas)), True, False),)
-    return _chunks("task", replicas, 1, gang=False, hard=False)
+    if coscheduling is not None:
+        label = _gang_label(resources, replicas, coscheduling.group_by)
+        return (TaskGroup(label, tuple(range(replicas)), True, True),)
+    noun = "slice" if isinstance(resources.device, TpuConfig) and resources.device.vm_count() == 1 else "task"
+    return tuple(TaskGroup(f"{noun} {i}", (i,), False, False) for i in range(replicas))

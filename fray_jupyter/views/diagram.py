@@ -1,10 +1,10 @@
-"""The coscheduling diagram: groups (TPU slices, GPU racks, gangs) -> tasks -> chips, as one SVG.
+"""The coscheduling diagram: what Iris attempts (one gang, or independent tasks) -> tasks -> chips, as one SVG.
 
-Rules: one row per ``Plan.groups`` entry, coloured from ``PALETTE`` by group index, solid for a gang
-(all-or-nothing), dashed grey for tasks placed independently; independent single-task groups share
-one row. Past ``MAX_GROUPS`` rows the first ``HEAD_GROUPS`` and the last are drawn with an "… N more"
-row between; past ``MAX_TASKS`` tasks a row shows the first ``HEAD_TASKS``, an "… N more" box and the
-last. Each task box is labelled with its index and draws up to ``MAX_CHIPS`` chips ("+N" for the rest).
+Rules: one row, as Iris 0.2.227 places the job: a coscheduled job is ONE gang (all-or-nothing, on
+one ``group_by`` value), drawn solid in ``PALETTE[0]``; any other job's tasks are placed
+independently and share one dashed grey row. A gang Iris can never place (``Plan.errors``) is drawn in
+``NEVER`` with "never placed by Iris" in its title. Past ``MAX_TASKS`` tasks the row shows the first
+``HEAD_TASKS``, an "… N more" box and the last. Each task box is labelled with its index and draws up to ``MAX_CHIPS`` chips ("+N" for the rest).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from fray_jupyter.views.format import cores, index_ranges
 
 PALETTE: Final = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f")
 INDEPENDENT: Final = "#8c8c8c"
-MAX_GROUPS, HEAD_GROUPS = 6, 4
+NEVER: Final = "#d32f2f"
 MAX_TASKS, HEAD_TASKS = 6, 4
 CHIP_COLUMNS, MAX_CHIPS = 4, 8
 
@@ -30,7 +30,6 @@ PAD, ROW_PAD, HEADER = 8, 6, 16
 TASK_W, TASK_H, TASK_GAP = 66, 48, 6
 CHIP, CHIP_GAP = 9, 3
 INSET, CHIPS_TOP = 5, 19  # inside a task box: text/chip left edge, top of the first chip row
-ELLIPSIS_ROW = 20
 TITLE_CHAR = 6.4  # width of one title character, for sizing group boxes
 LEGEND_ROW = 18
 WIDTH: Final = 2 * PAD + 2 * ROW_PAD + MAX_TASKS * (TASK_W + TASK_GAP) - TASK_GAP
@@ -58,36 +57,25 @@ def _slots(tasks: Sequence[int]) -> tuple[int | str, ...]:
     return (*tasks[:HEAD_TASKS], f"… {len(tasks) - HEAD_TASKS - 1} more", tasks[-1])
 
 
-def _group_title(group: TaskGroup, group_by: str | None) -> str:
-    how = f"{group_by}, {'required' if group.hard else 'preferred'}" if group.gang else "independent"
+def _group_title(group: TaskGroup, group_by: str | None, never: bool) -> str:
+    how = f"one gang on one {group_by}" if group.gang else "independent"
     noun = "task" if len(group.tasks) == 1 else "tasks"
     label = "" if group.label == group_by else f"{group.label} · "
-    return f"{label}{noun} {index_ranges(group.tasks)} · {how}"
+    return f"{label}{noun} {index_ranges(group.tasks)} · {how}{' · never placed by Iris' if never else ''}"
 
 
-def _rows(plan: Plan) -> list[_Row | str]:
-    groups = plan.groups
-    if not any(g.gang for g in groups) and all(len(g.tasks) == 1 for g in groups):
+def _row(plan: Plan) -> _Row:
+    """The one row Iris's placement makes: the gang (a coscheduled job is one gang), or every task
+    placed independently."""
+    group = plan.groups[0]
+    if not group.gang:
         what = "slice" if isinstance(plan.device, TpuConfig) else "task"
-        count = len(groups)
+        count = len(plan.groups)
         title = (f"{count} independent {what}s · each placed on its own" if count > 1
                  else f"1 {what} · task 0")
-        return [_Row(title, _slots([g.tasks[0] for g in groups]), INDEPENDENT, False)]
-    shown: list[int | None] = list(range(len(groups)))
-    if len(groups) > MAX_GROUPS:
-        shown = [*range(HEAD_GROUPS), None, len(groups) - 1]
-    rows: list[_Row | str] = []
-    for index in shown:
-        if index is None:
-            hidden = groups[HEAD_GROUPS:-1]
-            noun = groups[0].label.split(" ")[0]
-            rows.append(f"⋮ {len(hidden)} more {noun}s of the same shape "
-                        f"(tasks {hidden[0].tasks[0]}-{hidden[-1].tasks[-1]})")
-            continue
-        group = groups[index]
-        colour = PALETTE[index % len(PALETTE)] if group.gang else INDEPENDENT
-        rows.append(_Row(_group_title(group, plan.group_by), _slots(group.tasks), colour, group.gang))
-    return rows
+        return _Row(title, _slots([g.tasks[0] for g in plan.groups]), INDEPENDENT, False)
+    never = bool(plan.errors)
+    return _Row(_group_title(group, plan.group_by, never), _slots(group.tasks), NEVER if never else PALETTE[0], True)
 
 
 def _chip_noun(plan: Plan) -> str:
@@ -125,10 +113,9 @@ def _task(x: int, y: int, slot: int | str, row: _Row, plan: Plan) -> str:
 
 def _legend(y: int, plan: Plan) -> tuple[str, int]:
     if plan.groups[0].gang:
-        swatches = "".join(f'<rect x="{PAD + i * 12}" y="{y}" width="10" height="10" fill="{PALETTE[i]}"/>'
-                           for i in range(min(3, len(plan.groups))))
-        soft = "" if plan.groups[0].hard else ", preferred"
-        text = f"one colour per gang: its tasks start together on the same {plan.group_by}{soft}"
+        colour = NEVER if plan.errors else PALETTE[0]
+        swatches = f'<rect x="{PAD}" y="{y}" width="10" height="10" fill="{colour}"/>'
+        text = f"one gang: all its tasks start together on workers sharing one {plan.group_by}"
     else:
         swatches = (f'<rect x="{PAD}" y="{y}" width="30" height="10" fill="none" stroke="{INDEPENDENT}" '
                     f'stroke-dasharray="4 3"/>')
@@ -144,32 +131,27 @@ def _legend(y: int, plan: Plan) -> tuple[str, int]:
 
 
 def render_diagram_svg(plan: Plan) -> str:
-    """The plan's task groups as an SVG (see the module docstring for the layout rules)."""
-    rows = _rows(plan)
-    body: list[str] = []
+    """The plan's placement as an SVG (see the module docstring for the layout rules)."""
+    row = _row(plan)
     y = PAD
-    for row in rows:
-        if isinstance(row, str):
-            body.append(f'<text class="fray-more" x="{PAD + ROW_PAD}" y="{y + 13}">{escape(row)}</text>')
-            y += ELLIPSIS_ROW
-            continue
-        tasks_width = 2 * ROW_PAD + len(row.slots) * (TASK_W + TASK_GAP) - TASK_GAP
-        width = min(WIDTH - 2 * PAD, max(tasks_width, 2 * ROW_PAD + round(TITLE_CHAR * len(row.title))))
-        height = HEADER + TASK_H + 2 * ROW_PAD
-        dash = "" if row.gang else ' stroke-dasharray="5 4"'
-        body.append(f'<g class="fray-group" data-gang="{str(row.gang).lower()}">'
-                    f'<rect x="{PAD}" y="{y}" width="{width}" height="{height}" rx="6" fill="{row.colour}" '
-                    f'fill-opacity="0.12" stroke="{row.colour}"{dash}/>'
-                    f'<text x="{PAD + ROW_PAD}" y="{y + 14}" font-weight="600">{escape(row.title)}</text>')
-        for i, slot in enumerate(row.slots):
-            body.append(_task(PAD + ROW_PAD + i * (TASK_W + TASK_GAP), y + HEADER + ROW_PAD, slot, row, plan))
-        body.append("</g>")
-        y += height + ROW_PAD
+    tasks_width = 2 * ROW_PAD + len(row.slots) * (TASK_W + TASK_GAP) - TASK_GAP
+    width = min(WIDTH - 2 * PAD, max(tasks_width, 2 * ROW_PAD + round(TITLE_CHAR * len(row.title))))
+    height = HEADER + TASK_H + 2 * ROW_PAD
+    dash = "" if row.gang else ' stroke-dasharray="5 4"'
+    body = [f'<g class="fray-group" data-gang="{str(row.gang).lower()}">'
+            f'<rect x="{PAD}" y="{y}" width="{width}" height="{height}" rx="6" fill="{row.colour}" '
+            f'fill-opacity="0.12" stroke="{row.colour}"{dash}/>'
+            f'<text x="{PAD + ROW_PAD}" y="{y + 14}" font-weight="600">{escape(row.title)}</text>']
+    body += [_task(PAD + ROW_PAD + i * (TASK_W + TASK_GAP), y + HEADER + ROW_PAD, slot, row, plan)
+             for i, slot in enumerate(row.slots)]
+    body.append("</g>")
+    y += height + ROW_PAD
     legend, legend_height = _legend(y + 4, plan)
     height = y + 4 + legend_height + PAD
     kind = "CPU" if isinstance(plan.device, CpuConfig) else plan.device.variant
     label = f"{plan.replicas} tasks of {kind} in {len(plan.groups)} groups"
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="fray-diagram" width="{WIDTH}" height="{height}" '
+    never = ' data-never="true"' if plan.errors else ""
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="fray-diagram"{never} width="{WIDTH}" height="{height}" '
             f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(label)}" '
             f'data-groups="{len(plan.groups)}" data-replicas="{plan.replicas}" '
             f'style="max-width:100%;height:auto;font:11px var(--jp-ui-font-family,sans-serif);fill:currentColor">'

@@ -1,7 +1,8 @@
 """The notebook preview of a ``Plan`` as one HTML fragment, and the inline error that replaces it.
 
 Sections, top to bottom: figures as sent (replicas, per-task host and chips, totals), the
-coscheduling diagram, warnings (every silent change), constraints as Fray writes them and as sent,
+coscheduling diagram (the gangs Iris attempts), errors (why Iris will never place the job, error
+styled), warnings (every silent change), constraints as Fray writes them and as sent,
 env vars with their source, copyable snippets, and the ``LaunchJobRequest`` (protobuf text or JSON)
 with its size, the lines changed since ``previous`` highlighted and the changed fields named.
 Every piece of job-provided text is HTML-escaped. Styling uses JupyterLab's theme variables.
@@ -155,10 +156,12 @@ def render_preview_html(plan: Plan, *, previous: Plan | None = None, request_for
     leaves out the ``STYLE`` sheet, for a page that already has it (a new sheet restyles the page)."""
     if request_format not in ("text", "json"):
         raise ValueError(f"request_format {request_format!r} must be 'text' or 'json'")
+    errors = "".join(f'<div class="fray-error fray-placement-error" role="alert">{escape(e)}</div>'
+                     for e in plan.errors)
     warnings = ("<h4>Warnings</h4><ul class=\"fray-warnings\">"
                 + "".join(f"<li>{escape(w)}</li>" for w in plan.warnings) + "</ul>") if plan.warnings else ""
     return (f'{STYLE if style else ""}<div class="fray-preview">{_figures(plan)}'
-            f"<h4>Coscheduling</h4>{render_diagram_svg(plan)}{warnings}"
+            f"<h4>Coscheduling</h4>{render_diagram_svg(plan)}{errors}{warnings}"
             f"<h4>Constraints</h4>{_constraints(plan)}<h4>Environment</h4>{_env(plan)}"
             f"<h4>Snippets</h4>{_snippets(plan)}{_request(plan, previous, request_format)}</div>")
 

@@ -8,8 +8,6 @@ from typing import Any
 from fray_jupyter.planning import Plan
 from fray_jupyter.views.format import cores, flops, index_ranges, size
 
-MAX_GROUP_LINES = 8
-
 
 def plan_summary(plan: Plan) -> dict[str, Any]:
     """The figures a preview shows, as plain data (JSON-ready)."""
@@ -24,6 +22,7 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
                                     for g in plan.groups]},
         "constraints": {"fray": [str(c) for c in plan.fray_constraints], "wire": [str(c) for c in plan.wire_constraints]},
         "env": [{"name": e.name, "value": e.value, "source": e.source} for e in plan.env],
+        "errors": list(plan.errors),
         "warnings": list(plan.warnings),
         "request_size": plan.request_size,
     }
@@ -34,18 +33,17 @@ def render_json(plan: Plan) -> str:
     return json.dumps({**plan_summary(plan), "request": json.loads(plan.request_json)}, indent=2)
 
 
-def _groups(plan: Plan) -> list[str]:
-    if plan.group_by is None and len(plan.groups) == plan.replicas and plan.replicas > 1:
-        return [f"none: {plan.replicas} independent tasks"]
-    lines = [f"{g.label}: tasks {index_ranges(g.tasks)}" for g in plan.groups[:MAX_GROUP_LINES]]
-    if len(plan.groups) > MAX_GROUP_LINES:
-        lines.append(f"… {len(plan.groups) - MAX_GROUP_LINES} more groups of the same shape")
-    head = plan.group_by or "none"
-    return [f"{head}: {lines[0]}", *lines[1:]] if lines else [head]
+def _groups(plan: Plan) -> str:
+    if plan.group_by is not None:
+        return f"{plan.group_by}: one gang of tasks {index_ranges(plan.groups[0].tasks)}"
+    if plan.replicas > 1:
+        return f"none: {plan.replicas} independent tasks"
+    return "none: task 0"
 
 
 def render_text(plan: Plan) -> str:
-    """A terminal-friendly preview: figures, groups, constraints, env with sources, warnings, request."""
+    """A terminal-friendly preview: figures, groups, constraints, env with sources, errors (never placed),
+    warnings, request."""
     device = plan.device
     chips = f" · {plan.chips_per_task} × {device.variant}" if plan.chips_per_task else ""
     rows = [
@@ -56,11 +54,13 @@ def render_text(plan: Plan) -> str:
         ("Totals", f"{plan.total_chips} chips · {size(plan.hbm_bytes)} HBM · {flops(plan.peak_flops)} bf16"),
     ]
     lines = [f"{label:<14}{value}" for label, value in rows]
-    lines += [f"{'Coscheduling' if i == 0 else '':<14}{text}" for i, text in enumerate(_groups(plan))]
+    lines.append(f"{'Coscheduling':<14}{_groups(plan)}")
     lines.append(f"{'Constraints':<14}Fray: {', '.join(map(str, plan.fray_constraints)) or '(none)'}")
     lines.append(f"{'':<14}wire: {', '.join(map(str, plan.wire_constraints)) or '(none)'}")
     for i, var in enumerate(plan.env):
         lines.append(f"{'Environment' if i == 0 else '':<14}{var.name}={var.value!r}  ({var.source})")
+    for i, error in enumerate(plan.errors):
+        lines.append(f"{'Errors' if i == 0 else '':<14}✗ {error}")
     for i, warning in enumerate(plan.warnings):
         lines.append(f"{'Warnings' if i == 0 else '':<14}! {warning}")
     lines.append(f"{'Request':<14}LaunchJobRequest, {plan.request_size} bytes")

@@ -1,0 +1,114 @@
+"""Workers and pending reasons: the slices a cluster profile keeps warm, the attributes their workers
+advertise, and what Iris says of an accepted job that can never be placed.
+
+Iris's scheduler places a gang on idle workers that share one ``group_by`` value, wherever they came
+from; the autoscaler only brings up a slice for a gang whose size is a group's ``num_vms``. So a gang
+the autoscaler cannot serve still runs when enough warm workers (``buffer_slices``, e.g. CoreWeave's
+always-warm GPU pools sharing one ``leafgroup``) share a value; otherwise it stays PENDING with
+``Scheduler: …`` and ``Autoscaler: Unsatisfied autoscaler demand: …`` as its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup
+from fray_jupyter.iris.placement import (
+    TPU_NAME,
+    LaunchJobRequest,
+    Value,
+    effective_rules,
+    group_matches,
+    resource_fit,
+    route,
+    routing_rules,
+)
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One VM of a slice as the controller lists it: its group, slice, index and attributes."""
+
+    group: ScaleGroup
+    slice_id: str
+    vm_index: int
+    attributes: dict[str, Value]
+
+    @property
+    def worker_id(self) -> str:
+        """``<slice id>-w<index>``."""
+        return f"{self.slice_id}-w{self.vm_index}"
+
+
+def slice_workers(group: ScaleGroup, slice_index: int) -> list[Worker]:
+    """The workers one slice of ``group`` registers, with the attributes an Iris worker advertises:
+    device-type/variant, preemptible, scale-group, region/zone, the group's worker attributes, and for a
+    TPU slice tpu-name (the slice), tpu-worker-id, tpu-topology and tpu-vm-count."""
+    slice_id = f"{group.name}-{slice_index}"
+    base: dict[str, Value] = {**group.routing_attributes(), "scale-group": group.name}
+    base.update({key: value.strip().lower() for key, value in group.attributes.items()})
+    workers = []
+    for vm in range(group.num_vms):
+        attrs = dict(base)
+        if group.device_type == "tpu":
+            attrs.update({TPU_NAME: slice_id, "tpu-worker-id": vm, "tpu-topology": group.device_variant.lower(),
+                          "tpu-vm-count": group.num_vms})
+        workers.append(Worker(group, slice_id, vm, attrs))
+    return workers
+
+
+def warm_workers(profile: ClusterProfile) -> list[Worker]:
+    """Workers of the slices every group keeps up without demand (``buffer_slices``, at most ``max_slices``)."""
+    return [w for g in profile.groups for i in range(min(g.buffer_slices, g.max_slices)) for w in slice_workers(g, i)]
+
+
+def largest_gang(request: LaunchJobRequest, workers: Iterable[Worker]) -> int:
+    """The most workers sharing one value of the job's ``group_by`` that pass its REQUIRED constraints and
+    can each hold one task (the scheduler's ``_find_coscheduled_assignments`` test, on idle workers)."""
+    rules = [r for r in effective_rules(request) if not r.soft]
+    group_by = request.coscheduling.group_by
+    counts: dict[Value, int] = {}
+    for worker in workers:
+        value = worker.attributes.get(group_by)
+        if value is None or resource_fit(worker.group, request) is not None:
+            continue
+        if all(rule.matches(worker.attributes.get(rule.key)) for rule in rules):
+            counts[value] = counts.get(value, 0) + 1
+    return max(counts.values(), default=0)
+
+
+def never_reason(request: LaunchJobRequest, profile: ClusterProfile) -> str | None:
+    """Why a job LaunchJob accepted can never be placed on ``profile`` (None: it can): the autoscaler has
+    no group for its gang or task, and — for a gang — no warm workers share a ``group_by`` value enough."""
+    reason = route(request, profile).reason
+    if reason is None:
+        return None
+    if request.HasField("coscheduling") and largest_gang(request, warm_workers(profile)) >= request.replicas:
+        return None
+    return reason
+
+
+def scheduler_reason(request: LaunchJobRequest, profile: ClusterProfile) -> str:
+    """What Iris's scheduler says of a gang no worker group can hold, counting the warm slices and one
+    slice of each other matching group as up (the embedded controller has no real workers to count)."""
+    rules = [r for r in effective_rules(request) if not r.soft]
+    group_by = request.coscheduling.group_by
+    workers = warm_workers(profile)
+    workers += [w for g in profile.groups if min(g.buffer_slices, g.max_slices) == 0
+                and group_matches(g, routing_rules(rules)) for w in slice_workers(g, 0)]
+    if not any(all(rule.matches(w.attributes.get(rule.key)) for rule in rules) for w in workers):
+        return f"No workers match constraints: {[r.key for r in rules]}"
+    largest = largest_gang(request, workers)
+    return f"Coscheduling: need {request.replicas} workers in same '{group_by}' group, largest group has {largest}"
+
+
+def pending_reason(request: LaunchJobRequest, profile: ClusterProfile) -> str | None:
+    """The pending reason Iris shows for an accepted job that can never be placed (None when it can):
+    ``Scheduler: …``, a blank line, ``Autoscaler: Unsatisfied autoscaler demand: <routing reason>``."""
+    reason = never_reason(request, profile)
+    if reason is None:
+        return None
+    scheduler = scheduler_reason(request, profile) if request.HasField("coscheduling") else (
+        f"No workers match constraints: {[r.key for r in effective_rules(request) if not r.soft]}")
+    return f"Scheduler: {scheduler}\n\nAutoscaler: Unsatisfied autoscaler demand: {reason}"
