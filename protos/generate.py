@@ -38,6 +38,7 @@ PROTO_FILES: tuple[str, ...] = (
     "iris/time.proto",
     "iris/logging.proto",
     "iris/job.proto",
+    "iris/vm.proto",
     "iris/controller.proto",
 )
 # Only controller.proto declares a service; protoc's empty *_pb2_grpc.py for the others are dropped.
@@ -48,6 +49,8 @@ GENERATED_FILES: tuple[str, ...] = (
     "logging_pb2.pyi",
     "job_pb2.py",
     "job_pb2.pyi",
+    "vm_pb2.py",
+    "vm_pb2.pyi",
     "controller_pb2.py",
     "controller_pb2.pyi",
     "controller_pb2_grpc.py",

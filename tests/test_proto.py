@@ -170,6 +170,8 @@ def test_controller_service_methods() -> None:
         "ListJobs",
         "GetTaskStatus",
         "ListTasks",
+        "ListWorkers",
+        "GetAutoscalerStatus",
         "GetTaskLogs",
     ]
     assert service.methods_by_name["TerminateJob"].output_type.full_name == "iris.job.Empty"

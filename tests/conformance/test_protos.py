@@ -34,6 +34,7 @@ from fray_jupyter.iris.proto import controller_pb2 as ours_controller
 from fray_jupyter.iris.proto import job_pb2 as ours_job
 from fray_jupyter.iris.proto import logging_pb2 as ours_logging
 from fray_jupyter.iris.proto import time_pb2 as ours_time
+from fray_jupyter.iris.proto import vm_pb2 as ours_vm
 
 if api_implementation.Type() == "python":
     pytest.skip(
@@ -46,13 +47,14 @@ theirs_controller = pytest.importorskip("iris.rpc.controller_pb2", reason=_NEEDS
 theirs_job = pytest.importorskip("iris.rpc.job_pb2", reason=_NEEDS_IRIS)
 theirs_time = pytest.importorskip("iris.rpc.time_pb2", reason=_NEEDS_IRIS)
 theirs_logging = pytest.importorskip("iris.rpc.iris_logging_pb2", reason=_NEEDS_IRIS)
+theirs_vm = pytest.importorskip("iris.rpc.vm_pb2", reason=_NEEDS_IRIS)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUR_FILES: tuple[FileDescriptor, ...] = tuple(
-    module.DESCRIPTOR for module in (ours_time, ours_logging, ours_job, ours_controller)
+    module.DESCRIPTOR for module in (ours_time, ours_logging, ours_job, ours_vm, ours_controller)
 )
 THEIR_POOL = theirs_controller.DESCRIPTOR.pool
-assert all(module.DESCRIPTOR.pool is THEIR_POOL for module in (theirs_job, theirs_time, theirs_logging))
+assert all(module.DESCRIPTOR.pool is THEIR_POOL for module in (theirs_job, theirs_time, theirs_logging, theirs_vm))
 
 # Declared by us but absent from the installed Iris: the log RPC of older controllers
 # (GetTaskLogs), which the current controller replaced by a separate log service. We keep it

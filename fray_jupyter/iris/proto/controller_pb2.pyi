@@ -1,6 +1,7 @@
 from fray_jupyter.iris.proto import job_pb2 as _job_pb2
 from fray_jupyter.iris.proto import logging_pb2 as _logging_pb2
 from fray_jupyter.iris.proto import time_pb2 as _time_pb2
+from fray_jupyter.iris.proto import vm_pb2 as _vm_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -12,6 +13,16 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 class Controller(_message.Message):
     __slots__ = ()
+    class WorkerSortField(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        WORKER_SORT_FIELD_UNSPECIFIED: _ClassVar[Controller.WorkerSortField]
+        WORKER_SORT_FIELD_WORKER_ID: _ClassVar[Controller.WorkerSortField]
+        WORKER_SORT_FIELD_LAST_HEARTBEAT: _ClassVar[Controller.WorkerSortField]
+        WORKER_SORT_FIELD_DEVICE_TYPE: _ClassVar[Controller.WorkerSortField]
+    WORKER_SORT_FIELD_UNSPECIFIED: Controller.WorkerSortField
+    WORKER_SORT_FIELD_WORKER_ID: Controller.WorkerSortField
+    WORKER_SORT_FIELD_LAST_HEARTBEAT: Controller.WorkerSortField
+    WORKER_SORT_FIELD_DEVICE_TYPE: Controller.WorkerSortField
     class JobSortField(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         JOB_SORT_FIELD_UNSPECIFIED: _ClassVar[Controller.JobSortField]
@@ -253,4 +264,66 @@ class Controller(_message.Message):
         child_job_statuses: _containers.RepeatedCompositeFieldContainer[_job_pb2.JobStatus]
         cursor: int
         def __init__(self, task_logs: _Optional[_Iterable[_Union[Controller.TaskLogBatch, _Mapping]]] = ..., truncated: _Optional[bool] = ..., child_job_statuses: _Optional[_Iterable[_Union[_job_pb2.JobStatus, _Mapping]]] = ..., cursor: _Optional[int] = ...) -> None: ...
+    class WorkerHealthStatus(_message.Message):
+        __slots__ = ("worker_id", "healthy", "consecutive_failures", "last_heartbeat", "running_job_ids", "address", "metadata", "status_message", "backend_id", "scale_group")
+        WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+        HEALTHY_FIELD_NUMBER: _ClassVar[int]
+        CONSECUTIVE_FAILURES_FIELD_NUMBER: _ClassVar[int]
+        LAST_HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+        RUNNING_JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+        ADDRESS_FIELD_NUMBER: _ClassVar[int]
+        METADATA_FIELD_NUMBER: _ClassVar[int]
+        STATUS_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        BACKEND_ID_FIELD_NUMBER: _ClassVar[int]
+        SCALE_GROUP_FIELD_NUMBER: _ClassVar[int]
+        worker_id: str
+        healthy: bool
+        consecutive_failures: int
+        last_heartbeat: _time_pb2.Timestamp
+        running_job_ids: _containers.RepeatedScalarFieldContainer[str]
+        address: str
+        metadata: _job_pb2.WorkerMetadata
+        status_message: str
+        backend_id: str
+        scale_group: str
+        def __init__(self, worker_id: _Optional[str] = ..., healthy: _Optional[bool] = ..., consecutive_failures: _Optional[int] = ..., last_heartbeat: _Optional[_Union[_time_pb2.Timestamp, _Mapping]] = ..., running_job_ids: _Optional[_Iterable[str]] = ..., address: _Optional[str] = ..., metadata: _Optional[_Union[_job_pb2.WorkerMetadata, _Mapping]] = ..., status_message: _Optional[str] = ..., backend_id: _Optional[str] = ..., scale_group: _Optional[str] = ...) -> None: ...
+    class WorkerQuery(_message.Message):
+        __slots__ = ("contains", "sort_field", "sort_direction", "offset", "limit", "backend_id")
+        CONTAINS_FIELD_NUMBER: _ClassVar[int]
+        SORT_FIELD_FIELD_NUMBER: _ClassVar[int]
+        SORT_DIRECTION_FIELD_NUMBER: _ClassVar[int]
+        OFFSET_FIELD_NUMBER: _ClassVar[int]
+        LIMIT_FIELD_NUMBER: _ClassVar[int]
+        BACKEND_ID_FIELD_NUMBER: _ClassVar[int]
+        contains: str
+        sort_field: Controller.WorkerSortField
+        sort_direction: Controller.SortDirection
+        offset: int
+        limit: int
+        backend_id: str
+        def __init__(self, contains: _Optional[str] = ..., sort_field: _Optional[_Union[Controller.WorkerSortField, str]] = ..., sort_direction: _Optional[_Union[Controller.SortDirection, str]] = ..., offset: _Optional[int] = ..., limit: _Optional[int] = ..., backend_id: _Optional[str] = ...) -> None: ...
+    class ListWorkersRequest(_message.Message):
+        __slots__ = ("query",)
+        QUERY_FIELD_NUMBER: _ClassVar[int]
+        query: Controller.WorkerQuery
+        def __init__(self, query: _Optional[_Union[Controller.WorkerQuery, _Mapping]] = ...) -> None: ...
+    class ListWorkersResponse(_message.Message):
+        __slots__ = ("workers", "total_count", "has_more")
+        WORKERS_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
+        HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+        workers: _containers.RepeatedCompositeFieldContainer[Controller.WorkerHealthStatus]
+        total_count: int
+        has_more: bool
+        def __init__(self, workers: _Optional[_Iterable[_Union[Controller.WorkerHealthStatus, _Mapping]]] = ..., total_count: _Optional[int] = ..., has_more: _Optional[bool] = ...) -> None: ...
+    class GetAutoscalerStatusRequest(_message.Message):
+        __slots__ = ("backend_id",)
+        BACKEND_ID_FIELD_NUMBER: _ClassVar[int]
+        backend_id: str
+        def __init__(self, backend_id: _Optional[str] = ...) -> None: ...
+    class GetAutoscalerStatusResponse(_message.Message):
+        __slots__ = ("status",)
+        STATUS_FIELD_NUMBER: _ClassVar[int]
+        status: _vm_pb2.AutoscalerStatus
+        def __init__(self, status: _Optional[_Union[_vm_pb2.AutoscalerStatus, _Mapping]] = ...) -> None: ...
     def __init__(self) -> None: ...

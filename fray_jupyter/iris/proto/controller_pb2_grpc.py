@@ -71,6 +71,16 @@ class ControllerServiceStub:
                 request_serializer=iris_dot_controller__pb2.Controller.ListTasksRequest.SerializeToString,
                 response_deserializer=iris_dot_controller__pb2.Controller.ListTasksResponse.FromString,
                 _registered_method=True)
+        self.ListWorkers = channel.unary_unary(
+                '/iris.cluster.ControllerService/ListWorkers',
+                request_serializer=iris_dot_controller__pb2.Controller.ListWorkersRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.ListWorkersResponse.FromString,
+                _registered_method=True)
+        self.GetAutoscalerStatus = channel.unary_unary(
+                '/iris.cluster.ControllerService/GetAutoscalerStatus',
+                request_serializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusResponse.FromString,
+                _registered_method=True)
         self.GetTaskLogs = channel.unary_unary(
                 '/iris.cluster.ControllerService/GetTaskLogs',
                 request_serializer=iris_dot_controller__pb2.Controller.GetTaskLogsRequest.SerializeToString,
@@ -124,6 +134,18 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListWorkers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetAutoscalerStatus(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetTaskLogs(self, request, context):
         """Served only by older controllers; newer ones answer UNIMPLEMENTED.
         """
@@ -168,6 +190,16 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.ListTasks,
                     request_deserializer=iris_dot_controller__pb2.Controller.ListTasksRequest.FromString,
                     response_serializer=iris_dot_controller__pb2.Controller.ListTasksResponse.SerializeToString,
+            ),
+            'ListWorkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWorkers,
+                    request_deserializer=iris_dot_controller__pb2.Controller.ListWorkersRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.ListWorkersResponse.SerializeToString,
+            ),
+            'GetAutoscalerStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAutoscalerStatus,
+                    request_deserializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusResponse.SerializeToString,
             ),
             'GetTaskLogs': grpc.unary_unary_rpc_method_handler(
                     servicer.GetTaskLogs,
@@ -365,6 +397,60 @@ class ControllerService:
             '/iris.cluster.ControllerService/ListTasks',
             iris_dot_controller__pb2.Controller.ListTasksRequest.SerializeToString,
             iris_dot_controller__pb2.Controller.ListTasksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWorkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/ListWorkers',
+            iris_dot_controller__pb2.Controller.ListWorkersRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.ListWorkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAutoscalerStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/GetAutoscalerStatus',
+            iris_dot_controller__pb2.Controller.GetAutoscalerStatusRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.GetAutoscalerStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,
