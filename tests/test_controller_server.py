@@ -129,10 +129,10 @@ def test_terminate_stops_a_running_gang_within_two_seconds(controller: Controlle
 
 def test_impossible_gang_is_unschedulable_with_a_reason(controller: ControllerProcess) -> None:
     wire = controller.wire()
-    job_id = wire.launch(launch_request("too-big", "true", resources=ResourceConfig.with_tpu("v4-64")))
+    job_id = wire.launch(launch_request("too-big", "true", resources=ResourceConfig.with_tpu("v4-32", slice_count=4)))
     status = wire.status(job_id)
     assert status.state == J.JOB_STATE_UNSCHEDULABLE
-    assert f"has {SLOTS}" in status.pending_reason and "--slots 8" in status.pending_reason
+    assert f"has {SLOTS}" in status.pending_reason and "--slots 16" in status.pending_reason
 
 
 def test_logs_come_back_in_order_by_cursor(controller: ControllerProcess) -> None:

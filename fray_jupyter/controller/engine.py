@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from fray_jupyter.controller import scheduler
+from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.logbuffer import LogBuffer
 from fray_jupyter.controller.runner import (
     Attempt,
@@ -70,8 +71,9 @@ class Running:
 class Engine:
     """Owns the queue and the running tasks; see the module docstring."""
 
-    def __init__(self, store: Store, work_root: Path, slots: int) -> None:
+    def __init__(self, store: Store, work_root: Path, slots: int, cluster: Cluster | None = None) -> None:
         self.store = store
+        self.cluster = cluster
         self.work_root = work_root
         self.slots = slots
         self.controller_url = ""
@@ -121,6 +123,8 @@ class Engine:
         queued = self.queue.get(job_id)
         if queued is None:
             return ""
+        if queued.hold:
+            return queued.hold
         holding = sum(1 for running in self.running.values() if running.job.job_id == job_id)
         return scheduler.pending_reason(queued, self.free_slots(), self.slots, len(self.queue), holding)
 
@@ -373,7 +377,7 @@ class Engine:
     def _enqueue(self, job: JobRow, indices: Iterable[int]) -> None:
         queued = self.queue.get(job.job_id)
         if queued is None:
-            queued = scheduler.QueuedJob(job.job_id, job.id, bool(job.coscheduled))
+            queued = scheduler.QueuedJob(job.job_id, job.id, bool(job.coscheduled), hold=self._hold(job))
             out_of_order = bool(self.queue) and next(reversed(self.queue.values())).order > job.id
             self.queue[job.job_id] = queued
             if out_of_order:
@@ -382,6 +386,12 @@ class Engine:
         if job.scheduling_timeout_ms and job.started_ms is None:
             self._deadlines[job.job_id] = job.submitted_ms + job.scheduling_timeout_ms
         self._wake.set()
+
+    def _hold(self, job: JobRow) -> str:
+        """Iris's reason when the target cluster can never place the job (see ``scheduler``), else ""."""
+        if self.cluster is None:
+            return ""
+        return self.cluster.hold_reason(controller_pb2.Controller.LaunchJobRequest.FromString(job.request)) or ""
 
     def _expire_deadlines(self) -> None:
         now = now_ms()

@@ -102,6 +102,9 @@ METHODS: Final[tuple[Method, ...]] = (
     Method("GetTaskStatus", _C.GetTaskStatusRequest, _C.GetTaskStatusResponse, "get_task_status"),
     Method("ListTasks", _C.ListTasksRequest, _C.ListTasksResponse, "list_tasks"),
     Method("GetTaskLogs", _C.GetTaskLogsRequest, _C.GetTaskLogsResponse, "get_task_logs"),
+    Method("ListWorkers", _C.ListWorkersRequest, _C.ListWorkersResponse, "list_workers"),
+    Method("GetAutoscalerStatus", _C.GetAutoscalerStatusRequest, _C.GetAutoscalerStatusResponse,
+           "get_autoscaler_status"),
 )
 METHODS_BY_PATH: Final[dict[str, Method]] = {method.path: method for method in METHODS}
 

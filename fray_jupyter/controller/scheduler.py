@@ -27,13 +27,14 @@ def default_slots() -> int:
 
 @dataclass
 class QueuedJob:
-    """A job with tasks waiting to start: ``order`` (its submission sequence number) and
-    ``pending`` task indices."""
+    """A job with tasks waiting to start: ``order`` (its submission sequence number),
+    ``pending`` task indices, and ``hold``: why the target cluster can never place it ("" if it can)."""
 
     job_id: str
     order: int
     gang: bool
     pending: list[int] = field(default_factory=list)
+    hold: str = ""
 
 
 def place(queue: Iterable[QueuedJob], free: int, holding: Mapping[str, int]) -> list[tuple[QueuedJob, list[int]]]:
@@ -43,7 +44,7 @@ def place(queue: Iterable[QueuedJob], free: int, holding: Mapping[str, int]) -> 
     for job in queue:
         if free <= 0:
             break
-        if not job.pending:
+        if not job.pending or job.hold:
             continue
         if job.gang:
             if holding.get(job.job_id, 0) or len(job.pending) > free:

@@ -38,6 +38,8 @@ from typing import Final
 
 import uvicorn
 
+from fray_jupyter.cluster.profile import ProfileError, load_profile
+from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.connect_app import ConnectApp
 from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.grpc_server import GrpcServer
@@ -78,6 +80,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--slots", type=int, default=None,
                         help="tasks that may run at once (default: max(8, 2 x CPU cores))")
     parser.add_argument("--token", default=None, help=f"bearer token (default: ${TOKEN_ENV} or a random one)")
+    parser.add_argument("--cluster-config", default=None, metavar="NAME|PATH",
+                        help="the cluster whose placement rules apply: 'default' (built in), 'marin' (needs "
+                             "marin-iris) or an Iris cluster-config YAML (default: default)")
     parser.add_argument("--iris-local", action="store_true",
                         help="run a genuine Iris local cluster (needs marin-iris[controller]) instead")
     parser.add_argument("--iris-workers", type=int, default=None,
@@ -133,10 +138,11 @@ async def serve(args: argparse.Namespace) -> int:
     runtime_file = (args.runtime_file or runtime_file_path()).expanduser()
     token = args.token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32)
     os.environ.pop(TOKEN_ENV, None)
+    cluster = Cluster(load_profile(args.cluster_config))
     store = Store(root / "controller.sqlite3")
-    engine = Engine(store, root / "work", args.slots or default_slots())
+    engine = Engine(store, root / "work", args.slots or default_slots(), cluster)
     recovered = engine.recover()
-    invoke = invoke_logged(ControllerService(store, engine, root / "bundles"))
+    invoke = invoke_logged(ControllerService(store, engine, root / "bundles", cluster))
 
     http_socket = _bind(args.host, args.port)
     url = f"http://{_url_host(args.host)}:{http_socket.getsockname()[1]}"
@@ -160,7 +166,8 @@ async def serve(args: argparse.Namespace) -> int:
         await grpc.stop(None)
         return 1
     write_runtime_file(ControllerInfo(url=url, grpc_url=grpc_url, token=token, pid=os.getpid()), runtime_file)
-    print(f"fray controller: connect={url} grpc={grpc_url} slots={engine.slots} state={root} "
+    print(f"fray controller: connect={url} grpc={grpc_url} slots={engine.slots} cluster={cluster.profile.name} "
+          f"state={root} "
           f"runtime-file={runtime_file} recovered={recovered}", flush=True)
     try:
         await stop.wait()
@@ -218,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         return serve_iris_local(args)
     try:
         return asyncio.run(serve(args))
+    except ProfileError as error:
+        print(f"fray controller: {error}", file=sys.stderr)
+        return 2
     except OSError as error:
         print(f"fray controller: {error}", file=sys.stderr)
         return 1

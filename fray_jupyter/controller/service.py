@@ -1,5 +1,9 @@
 """The transport-free core: one method per ``iris.cluster.ControllerService`` RPC.
 
+With a ``Cluster`` (the controller process always has one: the built-in profile unless
+``--cluster-config`` names another), LaunchJob refuses what Iris would refuse on that cluster and
+ListWorkers / GetAutoscalerStatus describe it (see ``controller.cluster``).
+
 Each method takes the request message and returns the response message (our generated
 classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris:
 
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from fray_jupyter.controller import validation, views
+from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine, now_ms
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.states import (
@@ -56,15 +61,18 @@ def _like_pattern(text: str, *, prefix: bool) -> str:
 class ControllerService:
     """The RPC methods, over a store and an engine that share one event loop."""
 
-    def __init__(self, store: Store, engine: Engine, bundle_dir: Path) -> None:
+    def __init__(self, store: Store, engine: Engine, bundle_dir: Path, cluster: Cluster | None = None) -> None:
         self.store = store
         self.engine = engine
         self.bundle_dir = bundle_dir
+        self.cluster = cluster
 
     # -- jobs -----------------------------------------------------------------------------------
     def launch_job(self, request: C.LaunchJobRequest) -> C.LaunchJobResponse:
         """Admit, store and queue a job (see the module rules for an existing name)."""
         validation.validate_launch(request)
+        if self.cluster is not None:
+            self.cluster.check_launch(request)
         job_id = request.name
         existing = self.store.job(job_id)
         if existing is not None:
@@ -219,6 +227,17 @@ class ControllerService:
         for row in rows:
             batches[row.idx].logs.append(views.log_entry(row))
         return C.GetTaskLogsResponse(task_logs=list(batches.values()), truncated=truncated, cursor=cursor)
+
+    # -- capacity -------------------------------------------------------------------------------
+    def list_workers(self, request: C.ListWorkersRequest) -> C.ListWorkersResponse:
+        """The cluster profile's ready workers (none without a profile)."""
+        return self.cluster.list_workers(request) if self.cluster is not None else C.ListWorkersResponse()
+
+    def get_autoscaler_status(self, request: C.GetAutoscalerStatusRequest) -> C.GetAutoscalerStatusResponse:
+        """The cluster profile's scale groups (UNIMPLEMENTED without a profile, as Iris without an autoscaler)."""
+        if self.cluster is None:
+            raise RpcError(Code.UNIMPLEMENTED, "this controller has no cluster profile (no autoscaler)")
+        return self.cluster.autoscaler_status(request)
 
     # -- lookups --------------------------------------------------------------------------------
     def _job(self, job_id: str) -> JobRow:

@@ -1,0 +1,119 @@
+"""The cluster the embedded controller stands in for: a ``ClusterProfile`` and Iris's placement rules
+applied to it (``iris.placement``), while every task still runs on this machine's task slots.
+
+* LaunchJob: a job no scale group can ever host is refused as Iris refuses it (``launch_refusal``:
+  FAILED_PRECONDITION "Job <id> is unschedulable: …", or INVALID_ARGUMENT for a bad TPU chip count).
+* Pending: an accepted job no group and no warm workers can ever hold (a gang larger than any slice)
+  is held PENDING with Iris's reason (``hold_reason``), never started, and times out like any pending job.
+* Capacity: ``GetAutoscalerStatus`` and ``ListWorkers`` describe the profile's groups with their warm
+  slices (``buffer_slices``) up and ready, and every other slot free to scale up to ``max_slices``:
+  the shape ``fit()`` reads on a real cluster.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Final
+
+from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup
+from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.iris.placement import launch_refusal
+from fray_jupyter.iris.placement_workers import Worker, pending_reason, slice_workers, warm_workers
+from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2, vm_pb2
+
+C = controller_pb2.Controller
+IDLE_THRESHOLD_MS: Final[int] = 600_000  # Iris's default idle threshold before a slice is reclaimed
+_CODES: Final[dict[str, Code]] = {"invalid_argument": Code.INVALID_ARGUMENT,
+                                  "failed_precondition": Code.FAILED_PRECONDITION}
+_SLICE_STATES: Final[tuple[str, ...]] = ("requesting", "booting", "initializing", "ready", "failed")
+
+
+class Cluster:
+    """Placement rules and capacity answers for one profile (see the module docstring)."""
+
+    def __init__(self, profile: ClusterProfile) -> None:
+        self.profile = profile
+        self.started_ms = int(time.time() * 1000)
+        self._workers = warm_workers(profile)
+
+    def check_launch(self, request: C.LaunchJobRequest) -> None:
+        """Raise Iris's LaunchJob refusal for a job no group can ever host."""
+        refusal = launch_refusal(request, self.profile)
+        if refusal is not None:
+            raise RpcError(_CODES[refusal.code], refusal.message)
+
+    def hold_reason(self, request: C.LaunchJobRequest) -> str | None:
+        """Iris's pending reason for an accepted job that can never be placed; None when it can."""
+        return pending_reason(request, self.profile)
+
+    # -- capacity ------------------------------------------------------------------------------------
+    def _group_status(self, group: ScaleGroup) -> vm_pb2.ScaleGroupStatus:
+        warm = min(group.buffer_slices, group.max_slices)
+        created = time_pb2.Timestamp(epoch_ms=self.started_ms)
+        slices = []
+        for index in range(warm):
+            vms = [vm_pb2.VmInfo(vm_id=w.worker_id, slice_id=w.slice_id, scale_group=group.name,
+                                 state=vm_pb2.VM_STATE_READY, address="127.0.0.1", zone=group.zone or "",
+                                 created_at=created, worker_id=w.worker_id, worker_healthy=True, usability="healthy")
+                   for w in slice_workers(group, index)]
+            slices.append(vm_pb2.SliceInfo(slice_id=f"{group.name}-{index}", scale_group=group.name, created_at=created,
+                                           vms=vms, state="ready", capacity_status="available"))
+        status = vm_pb2.ScaleGroupStatus(
+            name=group.name, device_type=group.device_type, device_variant=group.device_variant,
+            region=group.region or "", slices=slices, idle_threshold_ms=IDLE_THRESHOLD_MS,
+            availability_status="available" if warm < group.max_slices else "at_max_slices",
+        )
+        for state in _SLICE_STATES:
+            status.slice_state_counts[state] = warm if state == "ready" else 0
+        return status
+
+    def autoscaler_status(self, request: C.GetAutoscalerStatusRequest) -> C.GetAutoscalerStatusResponse:
+        """Every group of the profile, its warm slices ready (``backend_id`` is ignored: one backend)."""
+        del request
+        status = vm_pb2.AutoscalerStatus(groups=[self._group_status(g) for g in self.profile.groups],
+                                         last_evaluation=time_pb2.Timestamp(epoch_ms=int(time.time() * 1000)))
+        return C.GetAutoscalerStatusResponse(status=status)
+
+    def _worker(self, worker: Worker) -> C.WorkerHealthStatus:
+        group = worker.group
+        device = job_pb2.DeviceConfig()
+        if group.device_type == "tpu":
+            device.tpu.variant, device.tpu.count = group.device_variant, group.device_count
+        elif group.device_type == "gpu":
+            device.gpu.variant, device.gpu.count = group.device_variant, group.device_count
+        else:
+            device.cpu.variant = "cpu"
+        metadata = job_pb2.WorkerMetadata(
+            hostname=socket.gethostname(), ip_address="127.0.0.1", cpu_count=group.cpu_millicores // 1000,
+            memory_bytes=group.memory_bytes, disk_bytes=group.disk_bytes, device=device,
+            gpu_count=group.device_count if group.device_type == "gpu" else 0,
+            gpu_name=group.device_variant if group.device_type == "gpu" else "",
+        )
+        if group.device_type == "tpu":
+            metadata.tpu_name, metadata.tpu_worker_id = worker.slice_id, str(worker.vm_index)
+        for key, value in worker.attributes.items():
+            target = metadata.attributes[key]
+            if isinstance(value, int):
+                target.int_value = value
+            elif isinstance(value, float):
+                target.float_value = value
+            else:
+                target.string_value = value
+        return C.WorkerHealthStatus(
+            worker_id=worker.worker_id, healthy=True, address="127.0.0.1", metadata=metadata,
+            last_heartbeat=time_pb2.Timestamp(epoch_ms=int(time.time() * 1000)), scale_group=group.name,
+        )
+
+    def list_workers(self, request: C.ListWorkersRequest) -> C.ListWorkersResponse:
+        """The warm slices' workers, filtered by ``query.contains`` (worker id) and paged by
+        ``offset``/``limit`` (0: all), sorted by worker id."""
+        query = request.query
+        needle = query.contains.lower()
+        matched = sorted((w for w in self._workers if needle in w.worker_id.lower()), key=lambda w: w.worker_id)
+        if query.sort_direction == C.SORT_DIRECTION_DESC:
+            matched.reverse()
+        offset = max(query.offset, 0)
+        page = matched[offset:offset + query.limit] if query.limit > 0 else matched[offset:]
+        return C.ListWorkersResponse(workers=[self._worker(w) for w in page], total_count=len(matched),
+                                     has_more=offset + len(page) < len(matched))
