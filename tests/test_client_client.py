@@ -32,7 +32,7 @@ class FakeTransport:
     script: ClassVar[dict[str, list[Reply]]] = {}
     calls: ClassVar[list[tuple[str, Message]]] = []
 
-    def __init__(self, url: str, token: str | None = None) -> None:
+    def __init__(self, url: str, token: str | None = None, *, headers: Any = None) -> None:
         self.url = url
 
     def call(self, method: str, request: Message, response_type: type[Any], timeout: float) -> Any:

@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 
 from fray_jupyter.client.errors import (
@@ -23,7 +24,7 @@ from fray_jupyter.client.errors import (
     JobNotFound,
     RpcFailed,
 )
-from fray_jupyter.client.transport import ConnectTransport, GrpcTransport, open_transport
+from fray_jupyter.client.transport import FLUSH_AT, ConnectTransport, GrpcTransport, PromptStream, open_transport
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 
@@ -257,3 +258,137 @@ def test_scheme_picks_the_transport() -> None:
         open_transport("ftp://127.0.0.1:1")
     with pytest.raises(ValueError, match="grpc://host:port"):
         open_transport("grpc://")
+
+
+# -- speed: one write per request, prompt ACKs (transport.PromptStream) --------------------------------
+class RecordingStream:
+    """An httpcore stream stand-in: records each write; reads return a fixed answer."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.writes.append(buffer)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return b"answer"
+
+    def close(self) -> None:
+        pass
+
+    def get_extra_info(self, info: str) -> Any:
+        return None
+
+
+def test_prompt_stream_sends_headers_and_body_as_one_write() -> None:
+    inner = RecordingStream()
+    stream = PromptStream(inner)  # type: ignore[arg-type]
+    stream.write(b"POST / HTTP/1.1\r\ncontent-length: 4\r\n\r\n")
+    stream.write(b"body")
+    stream.write(b"")
+    assert inner.writes == []
+    assert stream.read(100) == b"answer"
+    assert inner.writes == [b"POST / HTTP/1.1\r\ncontent-length: 4\r\n\r\nbody"]
+    stream.read(100)
+    assert len(inner.writes) == 1
+
+
+def test_prompt_stream_writes_a_large_body_in_pieces_without_waiting_for_the_read() -> None:
+    inner = RecordingStream()
+    stream = PromptStream(inner)  # type: ignore[arg-type]
+    stream.write(b"head\r\n\r\n")
+    stream.write(b"x" * FLUSH_AT)
+    assert inner.writes == [b"head\r\n\r\n" + b"x" * FLUSH_AT]
+
+
+def test_connect_transport_connections_are_prompt_streams(fake_connect: FakeConnect) -> None:
+    fake_connect.answers = [Answer(200, STATUS_RESPONSE.SerializeToString(), "application/proto")]
+    transport = ConnectTransport(fake_connect.url)
+    transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5)
+    pool = transport._http._transport._pool  # type: ignore[attr-defined]
+    streams = [connection._connection._network_stream for connection in pool.connections]
+    assert streams and all(isinstance(stream, PromptStream) for stream in streams)
+    transport.close()
+
+
+def _nagle_server(answers: int) -> tuple[socket.socket, threading.Thread]:
+    """A server that answers like a real Iris controller: Nagle's algorithm ON, the response in
+    three writes (headers, a body chunk, the chunk terminator). Against a client with delayed
+    ACKs the last writes wait ~40 ms for the ACK of the first."""
+    body = STATUS_RESPONSE.SerializeToString()
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection:
+            buffered = b""
+            for _ in range(answers):
+                while b"\r\n\r\n" not in buffered:
+                    buffered += connection.recv(65536)
+                head, _, buffered = buffered.partition(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                while len(buffered) < length:
+                    buffered += connection.recv(65536)
+                buffered = buffered[length:]
+                connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\n"
+                                   b"transfer-encoding: chunked\r\n\r\n")
+                connection.sendall(b"%x\r\n%s\r\n" % (len(body), body))
+                connection.sendall(b"0\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return server, thread
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's")
+def test_a_server_that_writes_its_answer_in_pieces_is_answered_promptly() -> None:
+    """The 48 ms per call seen against a real Iris controller, reproduced and removed: a stock
+    httpx client waits for its delayed ACK on such a server; the transport does not."""
+    calls = 20
+    server, thread = _nagle_server(calls)
+    transport = ConnectTransport(f"http://127.0.0.1:{server.getsockname()[1]}")
+    durations = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        assert transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5) == STATUS_RESPONSE
+        durations.append(time.perf_counter() - started)
+    transport.close()
+    thread.join(5)
+    server.close()
+    assert sorted(durations)[calls // 2] < 0.02, durations  # stalled calls take >= 40 ms
+
+    server, thread = _nagle_server(calls)
+    stock = httpx.Client(trust_env=False)
+    stalled = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        stock.post(f"http://127.0.0.1:{server.getsockname()[1]}/", content=STATUS_REQUEST.SerializeToString())
+        stalled.append(time.perf_counter() - started)
+    stock.close()
+    thread.join(5)
+    server.close()
+    assert sorted(stalled)[calls // 2] > 0.03, stalled  # the cause, still there without the fix
+
+
+def test_header_provider_is_called_for_every_call(fake_connect: FakeConnect) -> None:
+    fake_connect.answers = [Answer(200, STATUS_RESPONSE.SerializeToString(), "application/proto")] * 2
+    tokens = iter(["one", "two"])
+    transport = ConnectTransport(fake_connect.url, headers=lambda: {"proxy-authorization": f"Bearer {next(tokens)}"})
+    for _ in range(2):
+        transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5)
+    transport.close()
+    assert [seen["headers"]["proxy-authorization"] for seen in fake_connect.seen] == ["Bearer one", "Bearer two"]
+    assert "authorization" not in {name.lower() for name in fake_connect.seen[0]["headers"]}
+
+
+def test_an_error_from_the_header_provider_reaches_the_caller_unchanged(fake_connect: FakeConnect) -> None:
+    def expired() -> dict[str, str]:
+        raise AuthenticationFailed("log in again", url=fake_connect.url, code="unauthenticated")
+
+    with pytest.raises(AuthenticationFailed, match="log in again"):
+        ConnectTransport(fake_connect.url, headers=expired).call(
+            "GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5)
+    assert fake_connect.seen == []
