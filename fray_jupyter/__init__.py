@@ -37,6 +37,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["ResourcePicker", "JobStatusPanel"], "fray_jupyter.widgets"),
     **dict.fromkeys(["connect", "FrayClient", "FrayError"], "fray_jupyter.client"),
     **dict.fromkeys(["JobHandle"], "fray_jupyter.handle"),
+    **dict.fromkeys(["RemoteError", "ResultUnavailable"], "fray_jupyter.client.results"),
+    **dict.fromkeys(["fray_client", "submit", "FrayProtocolClient", "FrayJobHandle"], "fray_jupyter.fray_client"),
     **dict.fromkeys(["FrayMagics"], "fray_jupyter.magics"),
 }
 __all__ = sorted(_EXPORTS)

@@ -8,8 +8,10 @@ rebuilt anywhere from the id alone.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from fray_jupyter.client import results
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.views import job as view
@@ -55,6 +57,32 @@ class JobHandle:
         """Block until the job is terminal and return its final status (``TimeoutError`` after
         ``timeout`` seconds)."""
         return self.client.wait(self.job_id, timeout=timeout)
+
+    def results(self, timeout: float | None = None) -> list[Any]:
+        """Wait for the job and return each task's return value, by task index (a job run from a
+        Python callable). Raises ``RemoteError`` (the remote type, message and traceback) when a
+        task's callable raised, ``ResultUnavailable`` when there is no value (see
+        ``client.results``), ``TimeoutError`` after ``timeout`` seconds."""
+        final = self.client.wait(self.job_id, timeout=timeout)
+        return results.job_results(final, self.client.tasks(self.job_id))
+
+    def result(self, timeout: float | None = None) -> Any:
+        """``results()`` of a one-task job: its return value."""
+        values = self.results(timeout)
+        if len(values) != 1:
+            raise ValueError(f"job {self.job_id} has {len(values)} tasks; results() returns one value per task")
+        return values[0]
+
+    def outputs(self, dest: Path | str | None = None) -> list[Path]:
+        """The files the job's tasks wrote under ``$IRIS_OUTPUT_DIR`` (current attempt of each),
+        unpacked under ``dest/<task index>/`` (default: a fresh temporary dir); their paths."""
+        root = Path(dest) if dest is not None else results.default_outputs_dir(self.job_id)
+        return [path for index, task in enumerate(self.tasks())
+                for path in results.extract_outputs(task, root / str(index))]
+
+    def output_files(self) -> list[results.TaskOutputs]:
+        """What each task's current attempt wrote (names, sizes, the archive's URI), by task index."""
+        return [results.task_outputs(task) for task in self.tasks()]
 
     def cancel(self) -> None:
         """Terminate the job; its unfinished tasks end KILLED."""

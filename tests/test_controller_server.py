@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fray_jupyter.controller.rpc import METHODS
+from fray_jupyter.iris.outputs import read_files
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2
 from fray_jupyter.resources import ResourceConfig
 from tests.controller_harness import (
@@ -125,6 +126,39 @@ def test_terminate_stops_a_running_gang_within_two_seconds(controller: Controlle
         assert time.monotonic() - started < 2.0, "task processes still alive 2 s after TerminateJob"
         time.sleep(0.02)
     assert {task.state for task in wire.tasks(job_id)} == {J.TASK_STATE_KILLED}
+
+
+def test_each_attempt_records_an_output_archive_as_iris_does(controller: ControllerProcess) -> None:
+    """What a task writes under $IRIS_OUTPUT_DIR is archived per attempt before the attempt's end is
+    recorded: a retried task has one archive per attempt; a job with no files records EMPTY."""
+    A = J.TaskOutputArchive
+    wire = controller.wire("grpc")
+    script = 'mkdir -p "$IRIS_OUTPUT_DIR/d"; echo "$IRIS_TASK_ID" > "$IRIS_OUTPUT_DIR/d/who.txt"; exit $IRIS_TASK_INDEX'
+    job_id = wire.launch(launch_request("outputs", script, replicas=2, max_retries_failure=1, max_task_failures=5))
+    assert wire.wait(job_id, TERMINAL).state == J.JOB_STATE_FAILED
+    first, second = wire.tasks(job_id)
+    assert [a.output_archive.state for a in first.attempts] == [A.TASK_OUTPUT_ARCHIVE_STATE_UPLOADED]
+    assert [a.output_archive.state for a in second.attempts] == [A.TASK_OUTPUT_ARCHIVE_STATE_UPLOADED] * 2
+    for task in (first, second):
+        for attempt in task.attempts:
+            archive = attempt.output_archive
+            path = Path(archive.uri.removeprefix("file://"))
+            assert path.is_relative_to(controller.state_dir / "outputs") and path.stat().st_size == archive.size_bytes
+            assert attempt.attempt_uid in archive.uri
+            assert read_files(path.read_bytes(), {"d/who.txt"}) == {
+                "d/who.txt": f"{task.task_id}:{attempt.attempt_id}\n".encode()}
+    empty = wire.launch(launch_request("no-outputs", "true"))
+    wire.wait(empty, TERMINAL)
+    (task,) = wire.tasks(empty)
+    assert task.attempts[0].output_archive.state == A.TASK_OUTPUT_ARCHIVE_STATE_EMPTY
+    stopped = wire.launch(launch_request("stopped-outputs", 'touch "$IRIS_OUTPUT_DIR/x"; sleep 60'))
+    wire.wait(stopped, {J.JOB_STATE_RUNNING})
+    wire.call("TerminateJob", C.TerminateJobRequest(job_id=stopped))
+    deadline = time.monotonic() + 10
+    while not (archive := wire.tasks(stopped)[0].attempts[0].output_archive).state:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert (archive.state, archive.error) == (A.TASK_OUTPUT_ARCHIVE_STATE_UNAVAILABLE, "cancelled")
 
 
 def test_impossible_gang_is_unschedulable_with_a_reason(controller: ControllerProcess) -> None:

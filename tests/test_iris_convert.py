@@ -5,10 +5,12 @@ floor, devices, environment, entrypoints (run for real in a subprocess), the mul
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import cloudpickle
@@ -29,6 +31,7 @@ from fray_jupyter.iris.convert import (
     with_slice_topology_env,
     wrap_multiprocess,
 )
+from fray_jupyter.iris.outputs import ERROR_FILE, MAX_RESULT_BYTES, RESULT_FILE
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.resources import (
     CpuConfig,
@@ -225,7 +228,8 @@ def _run_in_workdir(entry: IrisEntrypoint, tmp_path: Path) -> subprocess.Complet
     workdir.mkdir()
     for name, data in entry.workdir_files.items():
         (workdir / name).write_bytes(data)
-    env = {**os.environ, "IRIS_WORKDIR": str(workdir), "IRIS_PYTHON": sys.executable}
+    env = {**os.environ, "IRIS_WORKDIR": str(workdir), "IRIS_PYTHON": sys.executable,
+           "IRIS_OUTPUT_DIR": str(tmp_path / "outputs")}
     return subprocess.run(
         list(entry.command), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
     )
@@ -268,6 +272,37 @@ def test_callable_runner_fails_the_task_when_the_function_raises(tmp_path: Path)
     result = _run_in_workdir(convert_entrypoint(Entrypoint.from_callable(boom)), tmp_path)
     assert result.returncode == 1
     assert "RuntimeError: boom from the task" in result.stderr
+
+
+def test_callable_runner_leaves_the_return_value_in_the_output_dir(tmp_path: Path) -> None:
+    result = _run_in_workdir(convert_entrypoint(Entrypoint.from_callable(lambda x: {"twice": x * 2}, [21])),
+                             tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert os.listdir(tmp_path / "outputs") == [RESULT_FILE]
+    assert cloudpickle.loads((tmp_path / "outputs" / RESULT_FILE).read_bytes()) == {"twice": 42}
+
+
+def test_callable_runner_leaves_the_exception_type_message_and_traceback(tmp_path: Path) -> None:
+    def boom():
+        raise KeyError("no such shard")
+
+    result = _run_in_workdir(convert_entrypoint(Entrypoint.from_callable(boom)), tmp_path)
+    assert result.returncode == 1
+    assert os.listdir(tmp_path / "outputs") == [ERROR_FILE]
+    error = json.loads((tmp_path / "outputs" / ERROR_FILE).read_text())
+    assert (error["type"], error["message"]) == ("KeyError", "'no such shard'")
+    assert error["traceback"].startswith("Traceback") and "in boom" in error["traceback"]
+
+
+@pytest.mark.parametrize("value, message", [
+    (threading.Lock, "the return value (lock) could not be pickled"),
+    (lambda: b"x" * (MAX_RESULT_BYTES + 1), "bytes pickled, over fray-jupyter's limit of 104,857,600 bytes (100 MiB)"),
+])
+def test_a_value_that_cannot_come_back_fails_the_task_saying_why(tmp_path: Path, value, message) -> None:
+    result = _run_in_workdir(convert_entrypoint(Entrypoint.from_callable(value)), tmp_path)
+    assert result.returncode == 1 and message in result.stderr
+    assert message in json.loads((tmp_path / "outputs" / ERROR_FILE).read_text())["message"]
+    assert not (tmp_path / "outputs" / RESULT_FILE).exists()
 
 
 def test_callable_from_a_module_under_tests_is_pickled_by_value(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from fray_jupyter.controller import scheduler
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.logbuffer import LogBuffer
 from fray_jupyter.controller.runner import (
+    OUTPUT_DIRNAME,
     Attempt,
     Outcome,
     TaskIdentity,
@@ -43,6 +44,7 @@ from fray_jupyter.controller.states import (
     task_retries_after_failure,
 )
 from fray_jupyter.controller.store import AttemptRow, JobRow, Store, TaskRow
+from fray_jupyter.iris import outputs
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 
 J = job_pb2
@@ -66,6 +68,8 @@ class Running:
     attempt: int
     process: Attempt
     settled: bool = False
+    uid: str = ""
+    output_archive: job_pb2.TaskOutputArchive | None = None
 
 
 class Engine:
@@ -208,7 +212,7 @@ class Engine:
             None, None, "", str(workdir), 0,
         ))
         self.store.update_task(job.job_id, idx, state=J.TASK_STATE_ASSIGNED, attempt=attempt)
-        running = Running(job, idx, attempt, process)
+        running = Running(job, idx, attempt, process, uid=identity.attempt_uid)
         self.running[(job.id, idx)] = running
         bundle = Path(job.bundle_path) if job.bundle_path else None
         files = dict(entrypoint.workdir_files)
@@ -225,7 +229,19 @@ class Engine:
             except Exception as error:  # noqa: BLE001 - an attempt must always give its slot back
                 _LOG.exception("attempt %d of %s/%d failed", running.attempt, running.job.job_id, running.idx)
                 outcome = Outcome(J.TASK_STATE_FAILED, None, f"controller error while running the task: {error}")
+        if running.job.id not in self._forgotten:
+            running.output_archive = await self._capture_outputs(running)
         self._attempt_ended(running, outcome)
+
+    async def _capture_outputs(self, running: Running) -> job_pb2.TaskOutputArchive:
+        """Archive what the attempt wrote under ``$IRIS_OUTPUT_DIR`` before its end is recorded,
+        as an Iris worker does; a stopped attempt's outputs are UNAVAILABLE (``cancelled``)."""
+        if running.process.stop_reason is not None:
+            return J.TaskOutputArchive(state=J.TaskOutputArchive.TASK_OUTPUT_ARCHIVE_STATE_UNAVAILABLE,
+                                       error="cancelled")
+        destination = (self.work_root.parent / "outputs" / f"job-{running.job.id}" / str(running.idx)
+                       / running.uid / outputs.ARCHIVE_NAME)
+        return await asyncio.to_thread(outputs.capture, running.process.workdir / OUTPUT_DIRNAME, destination)
 
     def _capture(self, job: JobRow, idx: int, attempt: int, source: str, line: str) -> None:
         if job.id not in self._forgotten:
@@ -258,9 +274,14 @@ class Engine:
         job_id, idx = running.job.job_id, running.idx
         with self.store.transaction():
             if running.settled:
+                if running.output_archive is not None:
+                    self.store.set_output_archive(job_id, idx, running.attempt,
+                                                  running.output_archive.SerializeToString())
                 self.store.update_attempt(job_id, idx, running.attempt, exit_code=outcome.exit_code,
                                           finished_ms=now_ms())
                 return
+            if running.output_archive is not None:
+                self.store.set_output_archive(job_id, idx, running.attempt, running.output_archive.SerializeToString())
             ts = now_ms()
             self.store.update_attempt(
                 job_id, idx, running.attempt, state=outcome.state, exit_code=outcome.exit_code,

@@ -53,6 +53,8 @@ from fray_jupyter.iris.proto import job_pb2
 KILL_GRACE_S: Final[float] = 1.0
 MAX_LINE_CHARS: Final[int] = 64 * 1024
 WORKER_ID: Final[str] = "fray-local"
+OUTPUT_DIRNAME: Final[str] = ".iris-outputs"
+"""``$IRIS_OUTPUT_DIR`` inside the attempt's work dir (Iris's name on a process worker)."""
 _READ_CHUNK: Final[int] = 64 * 1024
 
 OutputSink = Callable[[str, str], None]
@@ -86,7 +88,7 @@ def task_environment(
         "IRIS_TASK_ID": f"{task.job_id}/{task.index}:{task.attempt}",
         "IRIS_NUM_TASKS": str(task.num_tasks),
         "IRIS_WORKDIR": str(workdir),
-        "IRIS_OUTPUT_DIR": str(workdir / ".iris-outputs"),
+        "IRIS_OUTPUT_DIR": str(workdir / OUTPUT_DIRNAME),
         "IRIS_PYTHON": sys.executable,
         "IRIS_JOB_ENV": json.dumps(dict(request_env)),
         "IRIS_JOB_SETUP_SCRIPTS": json.dumps(list(setup_scripts)),
@@ -109,7 +111,7 @@ def prepare_workdir(workdir: Path, bundle: Path | None, files: Mapping[str, byte
     """Create ``workdir``, unpack ``bundle`` into it, then write ``files`` (relative paths,
     validated at submission) over it. Blocking; run it off the event loop."""
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / ".iris-outputs").mkdir(exist_ok=True)
+    (workdir / OUTPUT_DIRNAME).mkdir(exist_ok=True)
     if bundle is not None:
         with zipfile.ZipFile(bundle) as archive:
             archive.extractall(workdir)

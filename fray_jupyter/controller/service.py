@@ -189,9 +189,10 @@ class ControllerService:
         """Every task of the job, in index order, with its attempts."""
         job = self._job(request.job_id)
         attempts = self.store.attempts(job.job_id)
+        archives = self.store.output_archives(job.job_id)
         reason = self.engine.pending_reason(job.job_id)
         return C.ListTasksResponse(tasks=[
-            views.task_status(job, task, [a for a in attempts if a.idx == task.idx], reason)
+            views.task_status(job, task, [a for a in attempts if a.idx == task.idx], reason, archives)
             for task in self.store.tasks(job.job_id)
         ])
 
@@ -202,7 +203,7 @@ class ControllerService:
         task = self.store.task(job.job_id, idx)
         assert task is not None
         status = views.task_status(job, task, self.store.attempts(job.job_id, idx),
-                                   self.engine.pending_reason(job.job_id))
+                                   self.engine.pending_reason(job.job_id), self.store.output_archives(job.job_id, idx))
         response = C.GetTaskStatusResponse(task=status)
         response.job_resources.ParseFromString(job.resources)
         return response

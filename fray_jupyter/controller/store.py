@@ -87,6 +87,13 @@ CREATE TABLE IF NOT EXISTS logs (
   data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS logs_by_job ON logs (job_id, id);
+CREATE TABLE IF NOT EXISTS attempt_outputs (
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  archive BLOB NOT NULL,
+  PRIMARY KEY (job_id, idx, attempt)
+) WITHOUT ROWID;
 """
 
 
@@ -222,7 +229,7 @@ class Store:
 
     def delete_job(self, job_id: str) -> None:
         """Forget a job with its tasks, attempts and logs."""
-        for table in ("logs", "attempts", "tasks", "jobs"):
+        for table in ("logs", "attempt_outputs", "attempts", "tasks", "jobs"):
             self._db.execute(f"DELETE FROM {table} WHERE job_id = ?", (job_id,))
 
     def job(self, job_id: str) -> JobRow | None:
@@ -331,6 +338,22 @@ class Store:
             f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE finished_ms IS NULL"
         ).fetchall()
         return [AttemptRow(*row) for row in rows]
+
+    def set_output_archive(self, job_id: str, idx: int, attempt: int, archive: bytes) -> None:
+        """Record an attempt's serialized ``TaskOutputArchive`` (kept beside ``attempts``, as Iris
+        keeps its own table of them)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO attempt_outputs (job_id, idx, attempt, archive) VALUES (?, ?, ?, ?)",
+            (job_id, idx, attempt, archive),
+        )
+
+    def output_archives(self, job_id: str, idx: int | None = None) -> dict[tuple[int, int], bytes]:
+        """``(task index, attempt) → serialized TaskOutputArchive`` of a job's (or one task's) attempts."""
+        sql, params = "SELECT idx, attempt, archive FROM attempt_outputs WHERE job_id = ?", [job_id]
+        if idx is not None:
+            sql += " AND idx = ?"
+            params.append(idx)
+        return {(row[0], row[1]): row[2] for row in self._db.execute(sql, params)}
 
     # -- logs ---------------------------------------------------------------------------------
     def append_logs(self, lines: Sequence[tuple[str, int, int, int, str, str]]) -> None:

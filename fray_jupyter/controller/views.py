@@ -60,8 +60,10 @@ def job_status(job: JobRow, counts: Mapping[int, int], pending_reason: str) -> j
     return status
 
 
-def task_status(job: JobRow, task: TaskRow, attempts: Sequence[AttemptRow], pending_reason: str) -> job_pb2.TaskStatus:
-    """A ``TaskStatus`` with its attempts (oldest first)."""
+def task_status(job: JobRow, task: TaskRow, attempts: Sequence[AttemptRow], pending_reason: str,
+                archives: Mapping[tuple[int, int], bytes] | None = None) -> job_pb2.TaskStatus:
+    """A ``TaskStatus`` with its attempts (oldest first), each with its output archive record when
+    ``archives`` (``(task index, attempt) → serialized TaskOutputArchive``) has one."""
     status = J.TaskStatus(
         task_id=f"{job.job_id}/{task.idx}", state=cast(J.TaskState, task.state), exit_code=task.exit_code or 0, error=task.error,
         current_attempt_id=max(task.attempt, 0), can_be_scheduled=task.state == J.TASK_STATE_PENDING,
@@ -85,6 +87,8 @@ def task_status(job: JobRow, task: TaskRow, attempts: Sequence[AttemptRow], pend
             entry.started_at.CopyFrom(timestamp(attempt.started_ms))
         if attempt.finished_ms is not None:
             entry.finished_at.CopyFrom(timestamp(attempt.finished_ms))
+        if (archive := (archives or {}).get((attempt.idx, attempt.attempt))) is not None:
+            entry.output_archive.ParseFromString(archive)
     return status
 
 

@@ -11,6 +11,7 @@ from typing import Final
 
 import cloudpickle
 
+from fray_jupyter.iris.outputs import ERROR_FILE, MAX_RESULT_BYTES, RESULT_FILE
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.resources.config import ResourceConfig
 from fray_jupyter.resources.devices import AnyDevice, GpuConfig, TpuConfig, get_tpu_topology
@@ -32,14 +33,46 @@ CALLABLE_PICKLE, CALLABLE_RUNNER = "_callable.pkl", "_callable_runner.py"
 CELL_SCRIPT: Final[str] = "_fray_cell.py"
 _RUN_FILE = "exec $IRIS_PYTHON -u $IRIS_WORKDIR/{}"
 _RUNNER_SOURCE: Final[bytes] = textwrap.dedent(
-    """\
-    # Written by fray-jupyter: load the pickled (function, args, kwargs) and call it.
-    import os
+    f"""\
+    # Written by fray-jupyter: load the pickled (function, args, kwargs), call it, and leave its
+    # return value (cloudpickle) or its exception (JSON) in $IRIS_OUTPUT_DIR, whose files become
+    # the attempt's output archive.
+    import json, os, traceback
     import cloudpickle
 
-    with open(os.path.join(os.environ["IRIS_WORKDIR"], "_callable.pkl"), "rb") as payload:
-        function, args, kwargs = cloudpickle.load(payload)
-    function(*args, **kwargs)
+    output_dir = os.environ.get("IRIS_OUTPUT_DIR", "")
+
+    def leave(name, data):
+        if output_dir:
+            os.makedirs(output_dir, exist_ok=True)
+            partial = os.path.join(output_dir, "." + name + ".partial")
+            with open(partial, "wb") as out:
+                out.write(data)
+            os.replace(partial, os.path.join(output_dir, name))
+
+    try:
+        with open(os.path.join(os.environ["IRIS_WORKDIR"], {CALLABLE_PICKLE!r}), "rb") as payload:
+            function, args, kwargs = cloudpickle.load(payload)
+        value = function(*args, **kwargs)
+        try:
+            data = cloudpickle.dumps(value)
+        except Exception as error:
+            raise TypeError(f"the return value ({{type(value).__name__}}) could not be pickled: {{error}}") from None
+        if len(data) > {MAX_RESULT_BYTES}:
+            raise ValueError(
+                f"the return value is {{len(data):,}} bytes pickled, over fray-jupyter's limit of "
+                f"{MAX_RESULT_BYTES:,} bytes ({MAX_RESULT_BYTES // 2**20} MiB): write large results to "
+                "storage and return their path"
+            )
+    except BaseException as error:
+        kind = type(error)
+        leave({ERROR_FILE!r}, json.dumps({{
+            "type": kind.__qualname__ if kind.__module__ == "builtins" else f"{{kind.__module__}}.{{kind.__qualname__}}",
+            "message": str(error),
+            "traceback": traceback.format_exc(),
+        }}).encode())
+        raise
+    leave({RESULT_FILE!r}, data)
     """
 ).encode()
 

@@ -1,0 +1,229 @@
+"""Fray's client protocol over fray-jupyter's controller: Marin code written against
+``fray.client.Client`` (``current_client().submit(JobRequest(...))``, ``wait_all(handles)``) runs
+unchanged on the embedded controller or a real Iris, and its jobs show in the sidebar.
+
+Rules:
+
+* ``fray_client()`` returns a ``FrayProtocolClient``: ``submit(request, adopt_existing=True)``
+  plans the request (ours or Marin's ``fray.types.JobRequest``) and sends it with
+  ``existing_job_policy`` KEEP, as Marin's Iris backend does; with ``adopt_existing=False`` the
+  controller's default applies and a taken name raises ``JobAlreadyExists``. Actors are not
+  supported: those methods raise ``NotImplementedError`` in one line.
+* ``FrayJobHandle`` has Fray's names and meanings: ``job_id``; ``status()`` → Fray's
+  ``JobStatus`` (Iris KILLED → stopped, every other unsuccessful end → failed);
+  ``wait(timeout, raise_on_failure=True)`` raises ``JobFailed`` when the job ended other than
+  succeeded and ``TimeoutError`` after ``timeout`` s; ``logs(max_lines)`` is the newest lines
+  (all tasks, text only); ``terminate()``. It also keeps fray-jupyter's ``result()``,
+  ``results()``, ``outputs()`` and ``panel()``.
+* Where marin-fray is installed, the values are Marin's own: ``status()`` returns
+  ``fray.types.JobStatus`` members, and ``JobFailed`` / ``JobAlreadyExists`` are also instances
+  of ``fray.client``'s, so ``fray.client.wait_all`` and Marin's ``except`` clauses work.
+* ``submit(fn, *args, **kwargs)`` runs ``fn(*args, **kwargs)`` as a one-task job and returns its
+  ``JobHandle`` (``.result()`` gives the value back). ``resources``, ``name`` and ``client`` are
+  ``submit``'s own keywords; pass a function keyword of that name with ``functools.partial``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+from fray_jupyter.client.client import FrayClient
+from fray_jupyter.client.errors import JobAlreadyExists as ControllerJobAlreadyExists
+from fray_jupyter.handle import JobHandle
+from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.planning import plan
+from fray_jupyter.resources.config import ResourceConfig
+from fray_jupyter.resources.entrypoint import Entrypoint
+from fray_jupyter.resources.interop import coerce
+from fray_jupyter.resources.job import JobRequest, JobStatus
+
+J = job_pb2
+ACTORS_UNSUPPORTED: Final[str] = ("fray-jupyter's client runs jobs only; actors are not supported "
+                                  "(use Marin's FrayIrisClient against an Iris cluster for actors)")
+_FRAY_STATUS: Final[dict[int, JobStatus]] = {
+    J.JOB_STATE_UNSPECIFIED: JobStatus.PENDING, J.JOB_STATE_PENDING: JobStatus.PENDING,
+    J.JOB_STATE_BUILDING: JobStatus.PENDING, J.JOB_STATE_RUNNING: JobStatus.RUNNING,
+    J.JOB_STATE_SUCCEEDED: JobStatus.SUCCEEDED, J.JOB_STATE_KILLED: JobStatus.STOPPED,
+    J.JOB_STATE_FAILED: JobStatus.FAILED, J.JOB_STATE_WORKER_FAILED: JobStatus.FAILED,
+    J.JOB_STATE_UNSCHEDULABLE: JobStatus.FAILED,
+}
+"""Iris job state → Fray's lifecycle (Marin's ``map_iris_job_state``)."""
+SUBMIT_RESOURCES: Final[ResourceConfig] = ResourceConfig(cpu=1, ram="1g", disk="4g")
+"""``submit``'s default: a function call's size (Fray's own default asks for a 64 GiB disk)."""
+
+
+@functools.cache
+def _marin() -> Any:
+    """Marin's ``fray.client`` module when marin-fray is installed, else None."""
+    try:
+        import fray.client
+        import fray.types  # noqa: F401 - fray.client imports it; named for the reader
+    except ImportError:
+        return None
+    return fray.client
+
+
+def fray_status(state: int) -> Any:
+    """Fray's ``JobStatus`` for an Iris job state: Marin's enum member when marin-fray is
+    installed, fray-jupyter's otherwise (the two compare equal)."""
+    ours = _FRAY_STATUS.get(state, JobStatus.FAILED)
+    marin = _marin()
+    return marin.JobStatus(ours.value) if marin is not None else ours
+
+
+class JobFailed(RuntimeError):
+    """A job ended other than succeeded (Fray's ``JobFailed``: ``job_id``, ``failed_status``)."""
+
+    def __init__(self, job_id: str, status: Any, error: str = "") -> None:
+        self.job_id = job_id
+        self.failed_status = status
+        self.error = error
+        RuntimeError.__init__(self, f"Job {job_id} finished with status {status}" + (f": {error}" if error else ""))
+
+
+class JobAlreadyExists(RuntimeError):
+    """A job by that name exists and ``adopt_existing`` was False (Fray's ``JobAlreadyExists``)."""
+
+    def __init__(self, job_name: str, handle: Any = None) -> None:
+        self.job_name = job_name
+        self.handle = handle
+        RuntimeError.__init__(self, f"Job {job_name} already exists")
+
+
+@functools.cache
+def _with_marin(ours: type[RuntimeError], name: str) -> type[RuntimeError]:
+    """``ours``, or a subclass of it and of ``fray.client.<name>`` when marin-fray is installed."""
+    marin = _marin()
+    if marin is None:
+        return ours
+    return type(ours.__name__, (ours, getattr(marin, name)), {"__module__": __name__, "__doc__": ours.__doc__})
+
+
+def _raise(ours: type[RuntimeError], name: str, *args: Any) -> NoReturn:
+    raise _with_marin(ours, name)(*args)
+
+
+class FrayJobHandle:
+    """A job submitted through ``FrayProtocolClient``, with Fray's handle methods (see the module)."""
+
+    def __init__(self, handle: JobHandle) -> None:
+        self.handle = handle
+
+    def __repr__(self) -> str:
+        return f"FrayJobHandle({self.job_id!r})"
+
+    @property
+    def job_id(self) -> str:
+        """The Iris job id, ``/<user>/<name>``."""
+        return self.handle.job_id
+
+    def status(self) -> Any:
+        """Fray's ``JobStatus`` of the job now."""
+        return fray_status(self.handle.client.state([self.job_id])[self.job_id])
+
+    def wait(self, timeout: float | None = None, *, raise_on_failure: bool = True) -> Any:
+        """Block until the job ends and return its Fray ``JobStatus``; ``JobFailed`` when it did
+        not succeed and ``raise_on_failure``; ``TimeoutError`` after ``timeout`` seconds."""
+        final = self.handle.wait(timeout)
+        status = fray_status(final.state)
+        if raise_on_failure and final.state != J.JOB_STATE_SUCCEEDED:
+            _raise(JobFailed, "JobFailed", self.job_id, status, final.error)
+        return status
+
+    def logs(self, max_lines: int = 0) -> tuple[str, ...]:
+        """The newest ``max_lines`` log lines of every task (0: as many as the controller gives)."""
+        page = self.handle.client.logs(self.job_id, tail=True, max_lines=max_lines)
+        return tuple(entry.data.rstrip("\n") for entry in page.entries)
+
+    def terminate(self) -> None:
+        """Stop the job (it ends KILLED: Fray's stopped)."""
+        self.handle.cancel()
+
+    def result(self, timeout: float | None = None) -> Any:
+        """``JobHandle.result``."""
+        return self.handle.result(timeout)
+
+    def results(self, timeout: float | None = None) -> list[Any]:
+        """``JobHandle.results``."""
+        return self.handle.results(timeout)
+
+    def outputs(self, dest: Path | str | None = None) -> list[Path]:
+        """``JobHandle.outputs``."""
+        return self.handle.outputs(dest)
+
+    def panel(self) -> Any:
+        """``JobHandle.panel``: a live status panel."""
+        return self.handle.panel()
+
+
+class FrayProtocolClient:
+    """``fray.client.Client`` for jobs, over one controller (see the module rules). ``user``
+    names the submitter (default: ``$IRIS_USER``, else the OS user)."""
+
+    def __init__(self, client: FrayClient, *, user: str | None = None) -> None:
+        self.client = client
+        self.user = user
+
+    def __repr__(self) -> str:
+        return f"FrayProtocolClient({self.client.url!r})"
+
+    def submit(self, request: JobRequest | object, adopt_existing: bool = True) -> FrayJobHandle:
+        """Plan and send ``request``; the handle of the job (an unfinished one of the same name
+        when ``adopt_existing``)."""
+        planned = plan(request, user=self.user, existing_job_policy="keep" if adopt_existing else "unspecified")
+        try:
+            job_id = self.client.submit(planned)
+        except ControllerJobAlreadyExists:
+            _raise(JobAlreadyExists, "JobAlreadyExists", planned.job.name)
+        return FrayJobHandle(JobHandle(job_id, self.client))
+
+    def host_actor(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Not supported (see ``ACTORS_UNSUPPORTED``)."""
+        raise NotImplementedError(ACTORS_UNSUPPORTED)
+
+    def create_actor(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Not supported (see ``ACTORS_UNSUPPORTED``)."""
+        raise NotImplementedError(ACTORS_UNSUPPORTED)
+
+    def create_actor_group(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Not supported (see ``ACTORS_UNSUPPORTED``)."""
+        raise NotImplementedError(ACTORS_UNSUPPORTED)
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Close the connection to the controller (jobs keep running there)."""
+        del wait
+        self.client.close()
+
+
+def fray_client(url: str | None = None, token: str | None = None, *, user: str | None = None) -> FrayProtocolClient:
+    """A Fray ``Client`` on the controller ``connect(url, token)`` finds (the embedded one unless
+    told otherwise); pass it to Marin's ``fray.current_client.set_current_client``."""
+    from fray_jupyter.client.discovery import connect
+
+    return FrayProtocolClient(connect(url, token), user=user)
+
+
+def default_call_name(fn: Callable[..., Any]) -> str:
+    """``<function name>-<8 random hex digits>``: a fresh job per call (KEEP would otherwise
+    hand back a still-running call of the same function)."""
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", getattr(fn, "__name__", "") or "").strip("-.") or "call"
+    return f"{base[:40]}-{secrets.token_hex(4)}"
+
+
+def submit(fn: Callable[..., Any], *args: Any, resources: ResourceConfig | object | None = None,
+           name: str | None = None, client: FrayClient | None = None, **kwargs: Any) -> JobHandle:
+    """Run ``fn(*args, **kwargs)`` as a one-task job (``resources`` default: ``SUBMIT_RESOURCES``) on ``client``
+    (default: ``connect()``) and return its handle; ``handle.result()`` waits and returns the
+    value, or raises ``RemoteError`` with the remote traceback."""
+    if client is None:
+        from fray_jupyter.client.discovery import connect
+
+        client = connect()
+    job = JobRequest(name=name or default_call_name(fn), entrypoint=Entrypoint.from_callable(fn, args, kwargs),
+                     resources=coerce(resources, ResourceConfig) if resources is not None else SUBMIT_RESOURCES)
+    return JobHandle(client.submit(plan(job)), client)

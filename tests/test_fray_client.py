@@ -1,0 +1,193 @@
+"""Results and Fray's client protocol against the real controllers: the embedded controller (a
+real process) and a genuine Iris local cluster. A callable's value or exception comes back through
+its attempt's output archive; Marin code using ``fray.client`` runs unchanged through
+``fray_client()``."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+import traceback
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fray_jupyter import RemoteError, ResultUnavailable, fray_client, submit
+from fray_jupyter.client import FrayClient
+from fray_jupyter.fray_client import ACTORS_UNSUPPORTED, FrayProtocolClient, default_call_name
+from fray_jupyter.handle import JobHandle
+from fray_jupyter.planning import plan
+from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
+from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
+from tests.real_iris import real_iris_controller
+
+USER = "fray-test"
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
+    controller = start_controller(tmp_path_factory.mktemp("embedded"), "--slots", "4")
+    yield controller
+    stop_quietly(controller)
+
+
+@pytest.fixture(scope="module")
+def embedded_client(embedded: ControllerProcess) -> Iterator[FrayClient]:
+    with FrayClient(embedded.info.url, embedded.info.token) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def iris_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
+    with real_iris_controller(tmp_path_factory.mktemp("real-iris")) as url, FrayClient(url) as opened:
+        yield opened
+
+
+@pytest.fixture(params=["embedded", "real-iris"])
+def client(request: pytest.FixtureRequest) -> FrayClient:
+    return request.getfixturevalue("embedded_client" if request.param == "embedded" else "iris_client")
+
+
+@pytest.fixture(autouse=True)
+def _user(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IRIS_USER", USER)
+
+
+def _explode(shard: int) -> None:
+    raise KeyError(f"no shard {shard}")
+
+
+def _write_outputs() -> str:
+    out = Path(os.environ["IRIS_OUTPUT_DIR"])
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    (out / "plots" / "loss.svg").write_text("<svg/>")
+    (out / "metrics.json").write_text('{"loss": 0.25}')
+    return "written"
+
+
+def _task_index() -> int:
+    return int(os.environ["IRIS_TASK_ID"].rsplit("/", 1)[1].split(":")[0])
+
+
+def test_submit_a_lambda_and_get_its_value_back(client: FrayClient) -> None:
+    handle = submit(lambda x: x * 2, 21, client=client)
+    assert handle.job_id.startswith(f"/{USER}/lambda-")
+    assert handle.result(timeout=120) == 42
+
+
+def test_a_remote_exception_is_raised_locally_with_the_remote_traceback(client: FrayClient) -> None:
+    handle = submit(_explode, 7, client=client)
+    with pytest.raises(RemoteError) as caught:
+        handle.result(timeout=120)
+    error = caught.value
+    assert (error.remote_type, error.message) == ("KeyError", "'no shard 7'")
+    assert str(error) == f"KeyError: 'no shard 7' (raised in task {handle.job_id}/0, attempt 0)"
+    assert "in _explode" in error.traceback and error.traceback.rstrip().endswith("KeyError: 'no shard 7'")
+    shown = "".join(traceback.format_exception(error))
+    assert "in _explode" in shown and "The above exception was the direct cause" in shown
+
+
+def test_results_come_back_one_per_task_and_outputs_by_name(client: FrayClient, tmp_path: Path) -> None:
+    job = JobRequest(name=f"many-{uuid.uuid4().hex[:6]}", entrypoint=Entrypoint.from_callable(_task_index),
+                     resources=ResourceConfig(cpu=1, ram="256m", disk="1g"), replicas=3)
+    handle = JobHandle(client.submit(plan(job)), client)
+    assert handle.results(timeout=120) == [0, 1, 2]
+    with pytest.raises(ValueError, match="has 3 tasks; results"):
+        handle.result()
+
+    writer = submit(_write_outputs, client=client)
+    assert writer.result(timeout=120) == "written"
+    (listing,) = writer.output_files()
+    assert [(f.name, f.size) for f in listing.files if f.kind == "file"] == [("metrics.json", 14), ("plots/loss.svg", 6)]
+    assert listing.uri.startswith("file://") and listing.uri.endswith("/outputs.tar.zst")
+    paths = writer.outputs(tmp_path / "out")
+    assert sorted(p.relative_to(tmp_path / "out").as_posix() for p in paths) == ["0/metrics.json", "0/plots/loss.svg"]
+    assert (tmp_path / "out" / "0" / "plots" / "loss.svg").read_text() == "<svg/>"
+
+
+def test_a_job_with_no_return_value_says_why(embedded_client: FrayClient) -> None:
+    job = JobRequest(name=f"binary-{uuid.uuid4().hex[:6]}", entrypoint=Entrypoint.from_binary("true"))
+    handle = JobHandle(embedded_client.submit(plan(job)), embedded_client)
+    with pytest.raises(ResultUnavailable, match=r"left no return value \(it ended succeeded; the task wrote no "
+                                                r"output files\); only jobs run from a Python callable return one"):
+        handle.result(timeout=60)
+    killed = submit(time.sleep, 60, client=embedded_client)
+    killed.cancel()
+    with pytest.raises(ResultUnavailable, match=f"job {killed.job_id} ended killed"):
+        killed.result(timeout=60)
+
+
+def test_default_call_names_are_fresh_and_valid() -> None:
+    assert default_call_name(lambda: 0).startswith("lambda-")
+    assert default_call_name(functools.partial(print)).startswith("call-")
+    assert default_call_name(_explode) != default_call_name(_explode)
+
+
+# -- Marin's protocol, with the real marin-fray ------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _marin_fray(request: pytest.FixtureRequest) -> None:
+    if "marin" in request.node.name or "fray_semantics" in request.node.name:
+        pytest.importorskip("fray.client", reason="needs marin-fray")
+
+
+def _marin_job(name: str, fn: object, *args: object) -> object:
+    import fray.types as fray_types
+
+    return fray_types.JobRequest(
+        name=name, entrypoint=fray_types.Entrypoint.from_callable(fn, args=args),
+        resources=fray_types.ResourceConfig(cpu=1, ram="256m", disk="1g"))
+
+
+def test_marin_code_runs_unchanged_through_fray_client(embedded: ControllerProcess,
+                                                       embedded_client: FrayClient) -> None:
+    import fray.client as fray_client_module
+    import fray.types as fray_types
+    from fray.current_client import current_client, set_current_client
+
+    names = [f"marin-{uuid.uuid4().hex[:6]}-{i}" for i in range(2)]
+    with set_current_client(fray_client(embedded.info.url, embedded.info.token)):
+        # what a Marin pipeline does
+        handles = [current_client().submit(_marin_job(name, pow, 2, 10)) for name in names]
+        statuses = fray_client_module.wait_all(handles, timeout=120)
+    assert statuses == [fray_types.JobStatus.SUCCEEDED] * 2
+    assert all(type(status) is fray_types.JobStatus for status in statuses)
+    assert [h.job_id for h in handles] == [f"/{USER}/{name}" for name in names]
+    assert handles[0].result() == 1024
+    listed = {job.job_id for job in embedded_client.list(name_filter="marin-").jobs}
+    assert {h.job_id for h in handles} <= listed
+
+
+def test_fray_semantics_of_failure_stop_logs_and_names(embedded_client: FrayClient) -> None:
+    import fray.client as fray_client_module
+    import fray.types as fray_types
+
+    client = FrayProtocolClient(embedded_client)
+    failing = client.submit(_marin_job(f"fails-{uuid.uuid4().hex[:6]}", _explode, 1))
+    with pytest.raises(fray_client_module.JobFailed) as caught:
+        fray_client_module.wait_all([failing], timeout=120)
+    assert caught.value.job_id == failing.job_id
+    with pytest.raises(fray_client_module.JobFailed, match="finished with status failed"):
+        failing.wait(timeout=60)
+    assert failing.wait(timeout=60, raise_on_failure=False) == fray_types.JobStatus.FAILED
+    assert any("KeyError" in line for line in failing.logs(max_lines=50))
+    with pytest.raises(RemoteError, match="no shard 1"):
+        failing.result()
+
+    name = f"sleeper-{uuid.uuid4().hex[:6]}"
+    sleeper = client.submit(_marin_job(name, time.sleep, 60))
+    assert client.submit(_marin_job(name, time.sleep, 60)).job_id == sleeper.job_id  # adopted
+    with pytest.raises(fray_client_module.JobAlreadyExists, match=f"Job {name} already exists"):
+        client.submit(_marin_job(name, time.sleep, 60), adopt_existing=False)
+    assert sleeper.status() in (fray_types.JobStatus.PENDING, fray_types.JobStatus.RUNNING)
+    with pytest.raises(TimeoutError):
+        sleeper.wait(timeout=0.2)
+    sleeper.terminate()
+    assert sleeper.wait(timeout=30, raise_on_failure=False) is fray_types.JobStatus.STOPPED
+
+    for method in (client.create_actor, client.create_actor_group, client.host_actor):
+        with pytest.raises(NotImplementedError) as refused:
+            method(object, name="a")
+        assert str(refused.value) == ACTORS_UNSUPPORTED
