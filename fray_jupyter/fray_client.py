@@ -34,7 +34,7 @@ from typing import Any, Final, NoReturn
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import JobAlreadyExists as ControllerJobAlreadyExists
-from fray_jupyter.handle import JobHandle
+from fray_jupyter.client.handle import JobHandle
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources.config import ResourceConfig

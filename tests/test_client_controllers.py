@@ -19,9 +19,9 @@ from fray_jupyter.client import (
     AuthenticationFailed,
     FrayClient,
     JobNotFound,
-    split_key,
 )
 from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.states import split_key
 from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig

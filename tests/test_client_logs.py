@@ -7,17 +7,17 @@ from fray_jupyter.client.logs import (
     fetch_logs_body,
     from_fetch_logs,
     from_task_logs,
-    split_key,
+    log_line,
     task_logs_request,
 )
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.logging_pb2 import LOG_LEVEL_ERROR, LogEntry
 
 
-def test_split_key() -> None:
-    assert split_key("/alice/train/0:1") == ("/alice/train/0", 1)
-    assert split_key("/alice/train/12:0") == ("/alice/train/12", 0)
-    assert split_key("/system/worker/w1") == ("/system/worker/w1", 0)
+def test_log_line_prefixes_the_task_and_a_retry_attempt() -> None:
+    assert log_line(LogEntry(key="/alice/train/3:0", data="loss 0.1")) == "[3] loss 0.1"
+    assert log_line(LogEntry(key="/alice/train/3:2", data="again")) == "[3:2] again"
+    assert log_line(LogEntry(key="/alice/train/3", attempt_id=1, data="x")) == "[3:1] x"
 
 
 def test_fetch_logs_rows_map_to_log_entries_of_the_job_only() -> None:

@@ -1,16 +1,10 @@
-"""The job-state rules (``derive_job_state``) and state names, as a table."""
+"""The job-state rules (``derive_job_state``, the retry rule), as a table."""
 
 from __future__ import annotations
 
 import pytest
 
-from fray_jupyter.controller.states import (
-    derive_job_state,
-    job_state_friendly,
-    job_state_from_friendly,
-    task_retries_after_failure,
-    task_state_friendly,
-)
+from fray_jupyter.controller.states import derive_job_state, task_retries_after_failure
 from fray_jupyter.iris.proto import job_pb2 as J
 
 P, R, S, F, K, W, U, X = (J.TASK_STATE_PENDING, J.TASK_STATE_RUNNING, J.TASK_STATE_SUCCEEDED, J.TASK_STATE_FAILED,
@@ -53,9 +47,3 @@ def test_retry_rule() -> None:
     assert not task_retries_after_failure(2, 1, timed_out=False)
     assert not task_retries_after_failure(1, 5, timed_out=True)
 
-
-def test_friendly_names_round_trip() -> None:
-    assert job_state_friendly(J.JOB_STATE_WORKER_FAILED) == "worker_failed"
-    assert task_state_friendly(J.TASK_STATE_COSCHED_FAILED) == "cosched_failed"
-    assert job_state_from_friendly("Running") == J.JOB_STATE_RUNNING
-    assert job_state_from_friendly("nonsense") is None

@@ -21,7 +21,7 @@ from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
 from fray_jupyter.client import FrayClient
-from fray_jupyter.handle import JobHandle
+from fray_jupyter.client.handle import JobHandle
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.magics import ControllerError, FrayMagics, JobFailed
 from fray_jupyter.planning import Plan, plan
@@ -90,6 +90,8 @@ def test_a_cell_runs_as_a_job_with_per_task_env_and_logs(ip: InteractiveShell, c
     expected = {f"[{i}] task {i} of 3 id /{USER}/per-task-env/{i}:0" for i in range(3)}
     assert set(job.logs()) == expected
     assert expected <= set(panel.lines)
+    again = JobStatusPanel.of(job, start=False)  # a panel from the handle alone
+    assert again.refresh() and again.state == "succeeded" and again.client is job.client
     assert panel.progress.value == 3 and panel.progress.description == "3/3"
     assert panel.tasks.value.count('class="fray-task"') == 3
     assert "note: cpu raised from 1 to 4 cores" in captured.stdout  # plan warnings are shown, not swallowed

@@ -12,12 +12,13 @@ from fray_jupyter.lazy import lazy_exports
 
 # public name -> submodule that defines it
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(["TERMINAL_STATES", "FrayClient", "JobPage"], "fray_jupyter.client.client"),
+    **dict.fromkeys(["FrayClient", "JobPage"], "fray_jupyter.client.client"),
     **dict.fromkeys(["TOKEN_ENV", "URL_ENV", "connect"], "fray_jupyter.client.discovery"),
     **dict.fromkeys(
         ["AuthenticationFailed", "ControllerStartFailed", "ControllerUnreachable", "FrayError", "InvalidRequest",
          "JobAlreadyExists", "JobNotFound", "RpcFailed"], "fray_jupyter.client.errors"),
-    **dict.fromkeys(["LogPage", "split_key"], "fray_jupyter.client.logs"),
+    **dict.fromkeys(["LogPage", "log_line"], "fray_jupyter.client.logs"),
+    **dict.fromkeys(["JobHandle"], "fray_jupyter.client.handle"),
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

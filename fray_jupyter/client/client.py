@@ -40,16 +40,11 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+from fray_jupyter.iris.states import is_job_finished
 from fray_jupyter.planning import Plan
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
-
-TERMINAL_STATES: Final[frozenset[int]] = frozenset({
-    job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED, job_pb2.JOB_STATE_KILLED,
-    job_pb2.JOB_STATE_WORKER_FAILED, job_pb2.JOB_STATE_UNSCHEDULABLE,
-})
-"""Job states that never change again (Iris's ``is_job_finished``)."""
 
 SORT_FIELDS: Final[dict[str, Controller.JobSortField]] = {
     "date": Controller.JOB_SORT_FIELD_DATE,
@@ -210,7 +205,7 @@ class FrayClient:
 
     # -- plumbing ------------------------------------------------------------------------------
     def _finished(self, job_id: str) -> bool:
-        return self.state([job_id])[job_id] in TERMINAL_STATES
+        return is_job_finished(self.state([job_id])[job_id])
 
     def _call(self, method: str, request: Message, response_type: type[M], *, idempotent: bool = True,
               job_id: str | None = None) -> M:

@@ -7,6 +7,7 @@ page by the same cursor: the ``seq`` of the last row already seen, exclusive, an
 cursor is the highest ``seq`` it saw (finelog answers 0 when it saw nothing, so the caller's cursor
 is kept then). Rows come back as ``iris.logging.LogEntry`` with ``key = "<task id>:<attempt>"`` and
 ``attempt_id`` filled, and only for the job's own tasks (not its child jobs), in server order.
+A row is shown as ``[<task>] <text>``, with ``[<task>:<attempt>]`` for a retry's.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from google.protobuf import json_format
 
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+from fray_jupyter.iris.states import split_key, task_job, task_label
 
 LOG_SERVICE_PATH: Final[str] = "/proxy/system.log-server/finelog.logging.LogService/FetchLogs"
 
@@ -40,11 +42,17 @@ class LogQuery:
     substring: str = ""
 
 
-def split_key(key: str) -> tuple[str, int]:
-    """``"/alice/train/0:1"`` -> ``("/alice/train/0", 1)``; a key without an attempt suffix is
-    ``(key, 0)``."""
-    task_id, _, attempt = key.rpartition(":")
-    return (task_id, int(attempt)) if task_id and attempt.isdigit() else (key, 0)
+def log_prefix(entry: LogEntry) -> str:
+    """``[3]`` for a first attempt's row, ``[3:1]`` for a retry's."""
+    task_id, attempt = split_key(entry.key)
+    attempt = attempt or entry.attempt_id
+    label = task_label(task_id)
+    return f"[{label}:{attempt}]" if attempt else f"[{label}]"
+
+
+def log_line(entry: LogEntry) -> str:
+    """A log row as one line of text with its task prefix: ``[3] loss 0.12``."""
+    return f"{log_prefix(entry)} {entry.data}"
 
 
 def task_logs_request(job_id: str, query: LogQuery) -> Controller.GetTaskLogsRequest:
@@ -78,7 +86,7 @@ def from_fetch_logs(job_id: str, payload: dict[str, Any], query: LogQuery) -> Lo
     for row in payload.get("entries", []):
         entry = json_format.ParseDict(row, LogEntry(), ignore_unknown_fields=True)
         task_id, attempt = split_key(entry.key)
-        if task_id.rpartition("/")[0] == job_id:
+        if task_job(task_id) == job_id:
             entry.attempt_id = attempt
             entries.append(entry)
     return LogPage(tuple(entries), max(query.cursor, int(payload.get("cursor", 0))))

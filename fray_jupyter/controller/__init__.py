@@ -6,8 +6,15 @@ Modules, top to bottom: ``server`` (start-up, signals, runtime file) → ``conne
 ``engine`` (queue, slots, attempts, recovery; ``scheduler``, ``states``, ``runner``) →
 ``store`` (SQLite). ``rpc`` holds what the transports share (codes, errors, method table).
 The service core and the engine run on one event loop; only the gRPC transport has a thread.
+
+``main`` is loaded on first use, so importing one module (``controller.validation``,
+``controller.states``) does not load the server, uvicorn or grpc.aio.
 """
 
-from fray_jupyter.controller.server import main
+from __future__ import annotations
 
-__all__ = ["main"]
+from fray_jupyter.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {"main": "fray_jupyter.controller.server"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -36,16 +36,11 @@ from fray_jupyter.controller.runner import (
     prepare_workdir,
     task_environment,
 )
-from fray_jupyter.controller.states import (
-    ACTIVE_TASK_STATES,
-    TERMINAL_JOB_STATES,
-    TERMINAL_TASK_STATES,
-    derive_job_state,
-    task_retries_after_failure,
-)
+from fray_jupyter.controller.states import ACTIVE_TASK_STATES, derive_job_state, task_retries_after_failure
 from fray_jupyter.controller.store import AttemptRow, JobRow, Store, TaskRow
 from fray_jupyter.iris import outputs
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
 
 J = job_pb2
 RESTART_REASON: Final[str] = "controller restarted while the task was running"

@@ -31,13 +31,9 @@ from fray_jupyter.controller import validation, views
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine, now_ms
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.states import (
-    STATE_SORT_ORDER,
-    TERMINAL_JOB_STATES,
-    job_state_from_friendly,
-)
 from fray_jupyter.controller.store import JobRow, Store
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris.states import JOB_STATE_SORT_ORDER, TERMINAL_JOB_STATES, job_state_from_name, task_id_for
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -45,7 +41,7 @@ MAX_LIST_JOBS_LIMIT: Final[int] = 500
 DEFAULT_LOG_LINES: Final[int] = 10_000
 MAX_LOG_LINES: Final[int] = 100_000
 _STATE_ORDER_SQL: Final[str] = (
-    "CASE state " + " ".join(f"WHEN {state} THEN {rank}" for state, rank in STATE_SORT_ORDER.items()) + " ELSE 99 END"
+    "CASE state " + " ".join(f"WHEN {state} THEN {rank}" for state, rank in JOB_STATE_SORT_ORDER.items()) + " ELSE 99 END"
 )
 _SORT_COLUMNS: Final[dict[int, str]] = {
     C.JOB_SORT_FIELD_DATE: "submitted_ms", C.JOB_SORT_FIELD_NAME: "name", C.JOB_SORT_FIELD_STATE: _STATE_ORDER_SQL,
@@ -162,7 +158,7 @@ class ControllerService:
         conditions: list[str] = []
         params: list[Any] = []
         if query.state_filter:
-            state = job_state_from_friendly(query.state_filter)
+            state = job_state_from_name(query.state_filter)
             if state is None:
                 return C.ListJobsResponse()
             conditions.append("state = ?")
@@ -224,7 +220,7 @@ class ControllerService:
             rows = rows[1:] if request.tail else rows[:limit]
         cursor = rows[-1].id if truncated and not request.tail else max(newest_id, request.cursor)
         indices = [idx] if idx is not None else range(job.replicas)
-        batches = {index: C.TaskLogBatch(task_id=f"{job.job_id}/{index}", worker_id="") for index in indices}
+        batches = {index: C.TaskLogBatch(task_id=task_id_for(job.job_id, index), worker_id="") for index in indices}
         for row in rows:
             batches[row.idx].logs.append(views.log_entry(row))
         return C.GetTaskLogsResponse(task_logs=list(batches.values()), truncated=truncated, cursor=cursor)

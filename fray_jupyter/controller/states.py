@@ -1,4 +1,5 @@
-"""Job and task state rules, as pure functions over numbers (no I/O), following Iris.
+"""Job and task state rules, as pure functions over numbers (no I/O), following Iris. The state
+names, the terminal sets and the sort order are the wire vocabulary in ``iris.states``.
 
 Rules (from Iris's controller, restated):
 
@@ -23,16 +24,9 @@ from collections.abc import Mapping
 from typing import Final
 
 from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
 
 J = job_pb2
-TERMINAL_JOB_STATES: Final[frozenset[int]] = frozenset(
-    {J.JOB_STATE_SUCCEEDED, J.JOB_STATE_FAILED, J.JOB_STATE_KILLED, J.JOB_STATE_WORKER_FAILED,
-     J.JOB_STATE_UNSCHEDULABLE}
-)
-TERMINAL_TASK_STATES: Final[frozenset[int]] = frozenset(
-    {J.TASK_STATE_SUCCEEDED, J.TASK_STATE_FAILED, J.TASK_STATE_KILLED, J.TASK_STATE_WORKER_FAILED,
-     J.TASK_STATE_UNSCHEDULABLE, J.TASK_STATE_PREEMPTED, J.TASK_STATE_COSCHED_FAILED}
-)
 ACTIVE_TASK_STATES: Final[frozenset[int]] = frozenset(
     {J.TASK_STATE_ASSIGNED, J.TASK_STATE_BUILDING, J.TASK_STATE_RUNNING}
 )
@@ -42,31 +36,6 @@ COMPLETED_TASK_STATES: Final[frozenset[int]] = frozenset({J.TASK_STATE_SUCCEEDED
 _WORKER_LOSS_STATES: Final[frozenset[int]] = frozenset(
     {J.TASK_STATE_WORKER_FAILED, J.TASK_STATE_PREEMPTED, J.TASK_STATE_COSCHED_FAILED}
 )
-# ListJobs "sort by state" order.
-STATE_SORT_ORDER: Final[dict[int, int]] = {
-    J.JOB_STATE_RUNNING: 0, J.JOB_STATE_BUILDING: 1, J.JOB_STATE_PENDING: 2, J.JOB_STATE_SUCCEEDED: 3,
-    J.JOB_STATE_FAILED: 4, J.JOB_STATE_KILLED: 5, J.JOB_STATE_WORKER_FAILED: 6,
-    J.JOB_STATE_UNSCHEDULABLE: 7,
-}
-
-
-def job_state_friendly(state: int) -> str:
-    """``JOB_STATE_RUNNING`` → ``"running"`` (the form ``JobQuery.state_filter`` uses)."""
-    return J.JobState.Name(state).removeprefix("JOB_STATE_").lower()
-
-
-def task_state_friendly(state: int) -> str:
-    """``TASK_STATE_RUNNING`` → ``"running"`` (the keys of ``JobStatus.task_state_counts``)."""
-    return J.TaskState.Name(state).removeprefix("TASK_STATE_").lower()
-
-
-def job_state_from_friendly(name: str) -> int | None:
-    """The job state named by a ``state_filter`` such as ``"running"`` (any case), or None."""
-    wanted = name.strip().lower()
-    for state in STATE_SORT_ORDER:
-        if job_state_friendly(state) == wanted:
-            return state
-    return None
 
 
 def task_retries_after_failure(failure_count: int, max_retries_failure: int, *, timed_out: bool) -> bool:

@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 from fray_jupyter.controller.runner import WORKER_ID
-from fray_jupyter.controller.states import COMPLETED_TASK_STATES, task_state_friendly
+from fray_jupyter.controller.states import COMPLETED_TASK_STATES
 from fray_jupyter.controller.store import AttemptRow, JobRow, LogRow, TaskRow
 from fray_jupyter.iris.proto import job_pb2, logging_pb2, time_pb2
+from fray_jupyter.iris.states import log_key, task_id_for, task_state_name
 
 J = job_pb2
 
@@ -51,7 +52,7 @@ def job_status(job: JobRow, counts: Mapping[int, int], pending_reason: str) -> j
         pending_reason=pending_reason if job.state == J.JOB_STATE_PENDING else job.error,
     )
     status.resources.ParseFromString(job.resources)
-    status.task_state_counts.update({task_state_friendly(state): count for state, count in counts.items()})
+    status.task_state_counts.update({task_state_name(state): count for state, count in counts.items()})
     status.submitted_at.CopyFrom(timestamp(job.submitted_ms))
     if job.started_ms is not None:
         status.started_at.CopyFrom(timestamp(job.started_ms))
@@ -65,7 +66,7 @@ def task_status(job: JobRow, task: TaskRow, attempts: Sequence[AttemptRow], pend
     """A ``TaskStatus`` with its attempts (oldest first), each with its output archive record when
     ``archives`` (``(task index, attempt) → serialized TaskOutputArchive``) has one."""
     status = J.TaskStatus(
-        task_id=f"{job.job_id}/{task.idx}", state=cast(J.TaskState, task.state), exit_code=task.exit_code or 0, error=task.error,
+        task_id=task_id_for(job.job_id, task.idx), state=cast(J.TaskState, task.state), exit_code=task.exit_code or 0, error=task.error,
         current_attempt_id=max(task.attempt, 0), can_be_scheduled=task.state == J.TASK_STATE_PENDING,
         pending_reason=pending_reason if task.state == J.TASK_STATE_PENDING else "",
         status_message=job.status_message,
@@ -96,5 +97,5 @@ def log_entry(row: LogRow) -> logging_pb2.LogEntry:
     """An ``iris.logging.LogEntry``; ``key`` is the attempt's task id, ``seq`` the cursor."""
     return logging_pb2.LogEntry(
         timestamp=timestamp(row.ts_ms), source=row.source, data=row.data, attempt_id=row.attempt,
-        key=f"{row.job_id}/{row.idx}:{row.attempt}", seq=row.id,
+        key=log_key(task_id_for(row.job_id, row.idx), row.attempt), seq=row.id,
     )

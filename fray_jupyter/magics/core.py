@@ -24,7 +24,7 @@ from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER, usage
 
 if TYPE_CHECKING:
     from fray_jupyter.client.client import FrayClient
-    from fray_jupyter.handle import JobHandle
+    from fray_jupyter.client.handle import JobHandle
     from fray_jupyter.iris.proto import job_pb2
     from fray_jupyter.magics.submission import CellPlan
     from fray_jupyter.widgets.status import JobStatusPanel
@@ -91,7 +91,7 @@ class FrayMagics(Magics):
     # -- %%fray -------------------------------------------------------------------------------------
     @cell_magic("fray")
     def fray_cell(self, line: str, cell: str) -> JobStatusPanel | None:
-        from fray_jupyter.handle import JobHandle
+        from fray_jupyter.client.handle import JobHandle
         from fray_jupyter.magics.submission import cell_plan
 
         args = CELL_PARSER.parse_line(line)
@@ -134,14 +134,14 @@ class FrayMagics(Magics):
     @staticmethod
     def _running(client: FrayClient, job_id: str) -> bool:
         """Whether a job by this id is running now (so submitting adopts it)."""
-        from fray_jupyter.client.client import TERMINAL_STATES
+        from fray_jupyter.iris.states import is_job_finished
 
         with controller_errors(f"looking up {job_id}"):
             try:
                 states = client.state([job_id])
             except JobNotFound:
                 return False
-        return states[job_id] not in TERMINAL_STATES
+        return not is_job_finished(states[job_id])
 
     # -- %fray <command> ------------------------------------------------------------------------------
     @line_magic("fray")
@@ -179,7 +179,7 @@ class FrayMagics(Magics):
         return panel(client, job_id)
 
     def _logs(self, args: Any) -> None:
-        from fray_jupyter.views import job as view
+        from fray_jupyter.client.logs import log_line
 
         if args.tail < 0:
             raise usage(f"--tail must not be negative, got {args.tail}", f"{LINE} logs")
@@ -188,22 +188,22 @@ class FrayMagics(Magics):
             client.status(job_id)
             page = client.logs(job_id, tail=args.tail > 0, max_lines=args.tail)
             for entry in page.entries:
-                print(view.log_line(entry))
+                print(log_line(entry))
             if args.follow:
                 for entry in client.follow(job_id, cursor=page.cursor):
-                    print(view.log_line(entry), flush=True)
+                    print(log_line(entry), flush=True)
 
     def _cancel(self, args: Any) -> None:
-        from fray_jupyter.views import job as view
+        from fray_jupyter.iris.states import is_job_finished, job_state_name
 
         job_id, client = self.job_id(args.job), self.client(args.controller)
         with controller_errors(f"cancelling {job_id}"):
             before = client.status(job_id)
-            if view.is_terminal(before):
-                print(f"{job_id} already finished ({view.job_state_name(before.state).upper()}); nothing to cancel")
+            if is_job_finished(before.state):
+                print(f"{job_id} already finished ({job_state_name(before.state).upper()}); nothing to cancel")
                 return
             client.terminate(job_id)
-        print(f"cancelled {job_id} (was {view.job_state_name(before.state).upper()})")
+        print(f"cancelled {job_id} (was {job_state_name(before.state).upper()})")
 
     def _config(self, key: str | None, value: str | None) -> None:
         keys = settings.setting_keys(self)
@@ -229,21 +229,21 @@ def wait(handle: JobHandle) -> job_pb2.JobStatus:
     """``--wait``: print the job's log lines as they come, then a one-line result; a job that does
     not succeed raises ``JobFailed`` with its summary (state, error, failed tasks, last lines)."""
     from fray_jupyter.iris.proto import job_pb2
+    from fray_jupyter.iris.states import job_state_name
     from fray_jupyter.views import job as view
 
     tail: deque[str] = deque(maxlen=view.SUMMARY_LOG_LINES)
     job_id = handle.job_id
     try:
         with controller_errors(f"waiting for {job_id}"):
-            for entry in handle.client.follow(job_id):
-                line = view.log_line(entry)
+            for line in handle.follow():
                 tail.append(line)
                 print(line, flush=True)
             status, tasks = handle.status(), handle.tasks()
     except KeyboardInterrupt:
         print(f"stopped waiting; {job_id} keeps running (`%fray cancel {job_id}` stops it)", file=sys.stderr)
         raise
-    state = view.job_state_name(status.state).upper()
+    state = job_state_name(status.state).upper()
     if status.state != job_pb2.JOB_STATE_SUCCEEDED:
         raise JobFailed(job_id, state, view.failure_summary(status, tasks, list(tail)))
     print(f"job {job_id} {state} ({view.elapsed(status)}, {status.completed_count}/{status.task_count} tasks)")

@@ -34,6 +34,7 @@ from fray_jupyter.client import (
     JobNotFound,
 )
 from fray_jupyter.client.client import SORT_FIELDS
+from fray_jupyter.iris.states import JOB_STATES
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.server import serialize
 from fray_jupyter.server.link import ControllerLink
@@ -147,7 +148,7 @@ class JobsHandler(FrayHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        state = self.choice_arg("state", "", ("", *serialize.JOB_STATES))
+        state = self.choice_arg("state", "", ("", *JOB_STATES))
         sort = self.choice_arg("sort", "date", tuple(SORT_FIELDS))
         descending = self.choice_arg("order", "desc", ("asc", "desc")) == "desc"
         offset = self.int_arg("offset", 0, most=10**9)

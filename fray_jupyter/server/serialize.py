@@ -1,38 +1,28 @@
 """Iris status messages → JSON-ready dicts for the REST API.
 
-Rules: states are Iris's names without the prefix, lower-cased (``JOB_STATE_RUNNING`` →
-``"running"``, the form ``JobQuery.state_filter`` takes); times are epoch milliseconds or None
+Rules: states are Iris's names (``iris.states``: ``JOB_STATE_RUNNING`` → ``"running"``, the form
+``JobQuery.state_filter`` takes); times are epoch milliseconds or None
 when unset; every job-provided string (name, error, status message, log line) is passed through
 as data — the sidebar renders it as text, never as HTML.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
-from fray_jupyter.client import TERMINAL_STATES, split_key
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.proto.time_pb2 import Timestamp
+from fray_jupyter.iris.states import (
+    is_job_finished,
+    job_state_name,
+    job_user_and_name,
+    split_key,
+    task_index,
+    task_state_name,
+)
 
 JSON = dict[str, Any]
-
-JOB_STATES: Final[tuple[str, ...]] = tuple(
-    name.removeprefix("JOB_STATE_").lower()
-    for name in job_pb2.JobState.keys()  # noqa: SIM118 (an enum wrapper, not a dict)
-    if name != "JOB_STATE_UNSPECIFIED")
-"""Every job state name a client may filter by (``pending`` … ``unschedulable``)."""
-
-
-def job_state_name(state: int) -> str:
-    """``JOB_STATE_RUNNING`` → ``"running"``."""
-    return str(job_pb2.JobState.Name(state)).removeprefix("JOB_STATE_").lower()
-
-
-def task_state_name(state: int) -> str:
-    """``TASK_STATE_RUNNING`` → ``"running"``."""
-    return str(job_pb2.TaskState.Name(state)).removeprefix("TASK_STATE_").lower()
-
 
 def epoch_ms(timestamp: Timestamp) -> int | None:
     """The timestamp's epoch milliseconds, None when unset."""
@@ -51,13 +41,13 @@ def device_text(resources: job_pb2.ResourceSpecProto) -> str:
 
 def job_json(job: job_pb2.JobStatus) -> JSON:
     """One job as the list and the detail view show it; ``replicas`` is its task count."""
-    user, _, short_name = job.job_id.lstrip("/").partition("/")
+    user, short_name = job_user_and_name(job.job_id)
     return {
         "job_id": job.job_id,
         "name": job.name.rpartition("/")[2] or short_name or job.job_id,
         "user": job.submitting_user or user,
         "state": job_state_name(job.state),
-        "terminal": job.state in TERMINAL_STATES,
+        "terminal": is_job_finished(job.state),
         "replicas": job.task_count,
         "completed": job.completed_count,
         "task_state_counts": dict(job.task_state_counts),
@@ -81,7 +71,7 @@ def task_json(task: job_pb2.TaskStatus) -> JSON:
     """One task of a job, by index, with its current attempt."""
     return {
         "task_id": task.task_id,
-        "index": int(index) if (index := task.task_id.rpartition("/")[2]).isdigit() else None,
+        "index": task_index(task.task_id),
         "state": task_state_name(task.state),
         "attempt": task.current_attempt_id,
         "attempts": len(task.attempts),

@@ -3,8 +3,9 @@ summary and the jobs table, as HTML (the status panel, ``%fray jobs``) and as te
 ``--wait``, the error a failed job raises).
 
 Rules: every piece of text that comes from the job or the controller (names, ids, errors,
-reasons, worker ids, log lines) is HTML-escaped; a log line is shown as ``[<task>] <text>``, with
-``[<task>:<attempt>]`` for a retry; times are the controller's, in epoch milliseconds.
+reasons, worker ids, log lines) is HTML-escaped; state names and task labels are Iris's
+(``iris.states``); log lines come formatted (``client.logs.log_line``); times are the
+controller's, in epoch milliseconds.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Final
 
-from fray_jupyter.client.logs import split_key
 from fray_jupyter.iris.proto import job_pb2
-from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+from fray_jupyter.iris.states import is_job_finished, job_state_name, task_label, task_state_name
 
 J = job_pb2
 
@@ -57,35 +57,7 @@ STYLE: Final[str] = """<style>
 </style>"""
 
 
-# -- names and small formats -----------------------------------------------------------------------
-def job_state_name(state: int) -> str:
-    """``JOB_STATE_RUNNING`` -> ``"running"``."""
-    return str(J.JobState.Name(state)).removeprefix("JOB_STATE_").lower()
-
-
-def task_state_name(state: int) -> str:
-    """``TASK_STATE_RUNNING`` -> ``"running"``."""
-    return str(J.TaskState.Name(state)).removeprefix("TASK_STATE_").lower()
-
-
-def task_label(task_id: str) -> str:
-    """``/alice/train/3`` -> ``"3"`` (the index within its job)."""
-    return task_id.rpartition("/")[2] or task_id
-
-
-def log_prefix(entry: LogEntry) -> str:
-    """``[3]`` for a first attempt's line, ``[3:1]`` for a retry's."""
-    task_id, attempt = split_key(entry.key)
-    attempt = attempt or entry.attempt_id
-    label = task_label(task_id)
-    return f"[{label}:{attempt}]" if attempt else f"[{label}]"
-
-
-def log_line(entry: LogEntry) -> str:
-    """A log row as one line of text with its task prefix."""
-    return f"{log_prefix(entry)} {entry.data}"
-
-
+# -- small formats ---------------------------------------------------------------------------------
 def duration(seconds: float) -> str:
     """``350 ms``, ``4.2 s``, ``1m 05s``, ``2h 03m``."""
     if seconds < 1:
@@ -106,8 +78,7 @@ def now_ms() -> int:
 
 def is_terminal(status: J.JobStatus) -> bool:
     """Whether the job's state can no longer change."""
-    return status.state in (J.JOB_STATE_SUCCEEDED, J.JOB_STATE_FAILED, J.JOB_STATE_KILLED,
-                            J.JOB_STATE_WORKER_FAILED, J.JOB_STATE_UNSCHEDULABLE)
+    return is_job_finished(status.state)
 
 
 def elapsed(status: J.JobStatus, now: int | None = None) -> str:

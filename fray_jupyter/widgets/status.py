@@ -20,14 +20,19 @@ import threading
 import time
 from collections import deque
 from html import escape
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import ipywidgets as widgets
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import FrayError
+from fray_jupyter.client.logs import log_line
 from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.states import job_state_name
 from fray_jupyter.views import job as view
+
+if TYPE_CHECKING:
+    from fray_jupyter.client.handle import JobHandle
 
 BACKOFF: Final[float] = 1.6
 LOG_LINES: Final[int] = 200
@@ -78,11 +83,17 @@ class JobStatusPanel(widgets.VBox):
             self.refresh()  # shown filled in (and as text where widgets are not rendered)
             self.start()
 
+    @classmethod
+    def of(cls, handle: JobHandle, **kwargs: Any) -> JobStatusPanel:
+        """The live panel of the job a ``JobHandle`` names (``JobStatusPanel.of(job)`` after
+        ``%%fray -o job``); ``kwargs`` as for the constructor."""
+        return cls(handle.client, handle.job_id, **kwargs)
+
     # -- state -------------------------------------------------------------------------------------
     @property
     def state(self) -> str:
         """The job state's name (``"running"``), ``"unknown"`` before the first poll."""
-        return view.job_state_name(self.status.state) if self.status is not None else "unknown"
+        return job_state_name(self.status.state) if self.status is not None else "unknown"
 
     @property
     def done(self) -> bool:
@@ -145,7 +156,7 @@ class JobStatusPanel(widgets.VBox):
     def _fetch_logs(self) -> int:
         page = self.client.logs(self.job_id, cursor=self.cursor)
         self.cursor = page.cursor
-        self.lines.extend(view.log_line(entry) for entry in page.entries)
+        self.lines.extend(log_line(entry) for entry in page.entries)
         return len(page.entries)
 
     def _run(self) -> None:

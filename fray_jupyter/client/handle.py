@@ -2,22 +2,21 @@
 
 It holds no job state of its own: every method asks the controller, so a handle made in one
 kernel (``%%fray -o job``) stays right after the job changes, and ``JobHandle(id, client)`` can be
-rebuilt anywhere from the id alone.
+rebuilt anywhere from the id alone. A live panel for it is ``JobStatusPanel.of(handle)``
+(``fray_jupyter.widgets``): the handle itself knows nothing of views or widgets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fray_jupyter.client import results
 from fray_jupyter.client.client import FrayClient
+from fray_jupyter.client.logs import log_line
 from fray_jupyter.iris.proto import job_pb2
-from fray_jupyter.views import job as view
-
-if TYPE_CHECKING:
-    from fray_jupyter.widgets.status import JobStatusPanel
+from fray_jupyter.iris.states import job_state_name
 
 
 class JobHandle:
@@ -37,7 +36,7 @@ class JobHandle:
     @property
     def state(self) -> str:
         """The current state's name: ``"pending"``, ``"running"``, ``"succeeded"``, …"""
-        return view.job_state_name(self.status().state)
+        return job_state_name(self.status().state)
 
     def tasks(self) -> tuple[job_pb2.TaskStatus, ...]:
         """The job's tasks, by index."""
@@ -46,12 +45,12 @@ class JobHandle:
     def logs(self, *, tail: int = 0) -> list[str]:
         """Log lines so far, each ``[<task>] <text>``; ``tail`` keeps only the newest ones."""
         page = self.client.logs(self.job_id, tail=tail > 0, max_lines=tail)
-        return [view.log_line(entry) for entry in page.entries]
+        return [log_line(entry) for entry in page.entries]
 
     def follow(self, *, timeout: float | None = None) -> Iterator[str]:
         """Log lines as they are written, until the job ends."""
         for entry in self.client.follow(self.job_id, timeout=timeout):
-            yield view.log_line(entry)
+            yield log_line(entry)
 
     def wait(self, timeout: float | None = None) -> job_pb2.JobStatus:
         """Block until the job is terminal and return its final status (``TimeoutError`` after
@@ -87,9 +86,3 @@ class JobHandle:
     def cancel(self) -> None:
         """Terminate the job; its unfinished tasks end KILLED."""
         self.client.terminate(self.job_id)
-
-    def panel(self) -> JobStatusPanel:
-        """A live status panel for the job (display it, or leave it as a cell's last value)."""
-        from fray_jupyter.widgets.status import JobStatusPanel
-
-        return JobStatusPanel(self.client, self.job_id)

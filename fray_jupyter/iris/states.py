@@ -1,0 +1,110 @@
+"""Iris's wire vocabulary for jobs, tasks and their log rows, written once for the client, the
+controller, the views and the REST API.
+
+Rules (restating Iris's ``cluster/types.py`` and its controller):
+
+* A state's name is its enum name without the prefix, lower-cased: ``JOB_STATE_RUNNING`` →
+  ``"running"`` (the form ``JobQuery.state_filter`` takes and ``JobStatus.task_state_counts`` is
+  keyed by), ``TASK_STATE_COSCHED_FAILED`` → ``"cosched_failed"``. Job and task states share
+  names where they share meaning.
+* A job is finished (``is_job_finished``) in SUCCEEDED, FAILED, KILLED, WORKER_FAILED or
+  UNSCHEDULABLE; a task also in PREEMPTED and COSCHED_FAILED. A finished state never changes.
+* ``ListJobs`` sorted by state orders RUNNING, BUILDING, PENDING, then the finished states.
+* A job id is ``/<user>/<name>[/<child>…]``; a task id is ``<job id>/<index>``; a log row's key
+  is ``<task id>:<attempt>``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from fray_jupyter.iris.proto import job_pb2
+
+J = job_pb2
+
+TERMINAL_JOB_STATES: Final[frozenset[int]] = frozenset(
+    {J.JOB_STATE_SUCCEEDED, J.JOB_STATE_FAILED, J.JOB_STATE_KILLED, J.JOB_STATE_WORKER_FAILED,
+     J.JOB_STATE_UNSCHEDULABLE}
+)
+"""Job states that never change again (Iris's ``is_job_finished``)."""
+TERMINAL_TASK_STATES: Final[frozenset[int]] = frozenset(
+    {J.TASK_STATE_SUCCEEDED, J.TASK_STATE_FAILED, J.TASK_STATE_KILLED, J.TASK_STATE_WORKER_FAILED,
+     J.TASK_STATE_UNSCHEDULABLE, J.TASK_STATE_PREEMPTED, J.TASK_STATE_COSCHED_FAILED}
+)
+"""Task states that never change again."""
+
+JOB_STATE_SORT_ORDER: Final[dict[int, int]] = {
+    J.JOB_STATE_RUNNING: 0, J.JOB_STATE_BUILDING: 1, J.JOB_STATE_PENDING: 2, J.JOB_STATE_SUCCEEDED: 3,
+    J.JOB_STATE_FAILED: 4, J.JOB_STATE_KILLED: 5, J.JOB_STATE_WORKER_FAILED: 6,
+    J.JOB_STATE_UNSCHEDULABLE: 7,
+}
+"""``ListJobs`` "sort by state" rank of each job state (every state but UNSPECIFIED)."""
+
+
+def job_state_name(state: int) -> str:
+    """``JOB_STATE_RUNNING`` → ``"running"``."""
+    return str(J.JobState.Name(state)).removeprefix("JOB_STATE_").lower()
+
+
+def task_state_name(state: int) -> str:
+    """``TASK_STATE_RUNNING`` → ``"running"``."""
+    return str(J.TaskState.Name(state)).removeprefix("TASK_STATE_").lower()
+
+
+JOB_STATES: Final[tuple[str, ...]] = tuple(
+    job_state_name(state) for state in J.JobState.values() if state != J.JOB_STATE_UNSPECIFIED)
+"""Every job state name a client may filter by, in Iris's order (``pending`` … ``unschedulable``)."""
+TASK_STATES: Final[tuple[str, ...]] = tuple(
+    task_state_name(state) for state in J.TaskState.values() if state != J.TASK_STATE_UNSPECIFIED)
+"""Every task state name (the keys ``JobStatus.task_state_counts`` may have)."""
+
+
+def job_state_from_name(name: str) -> int | None:
+    """The job state named ``name`` (any case, as a ``state_filter``), or None."""
+    wanted = name.strip().lower()
+    return next((state for state in JOB_STATE_SORT_ORDER if job_state_name(state) == wanted), None)
+
+
+def is_job_finished(state: int) -> bool:
+    """Whether a job in ``state`` can no longer change."""
+    return state in TERMINAL_JOB_STATES
+
+
+# -- ids and keys ----------------------------------------------------------------------------------
+def task_id_for(job_id: str, index: int) -> str:
+    """``("/alice/train", 3)`` → ``"/alice/train/3"``."""
+    return f"{job_id}/{index}"
+
+
+def task_job(task_id: str) -> str:
+    """The job a task id belongs to: ``"/alice/train/3"`` → ``"/alice/train"``."""
+    return task_id.rpartition("/")[0]
+
+
+def task_index(task_id: str) -> int | None:
+    """The task's index within its job: ``"/alice/train/3"`` → ``3``; None for a non-task id."""
+    tail = task_id.rpartition("/")[2]
+    return int(tail) if tail.isdigit() else None
+
+
+def task_label(task_id: str) -> str:
+    """How a task is named beside its job: its index as text (``"3"``), else the whole id."""
+    return task_id.rpartition("/")[2] or task_id
+
+
+def job_user_and_name(job_id: str) -> tuple[str, str]:
+    """``"/alice/train/eval"`` → ``("alice", "train/eval")``: the submitting user and the rest."""
+    user, _, name = job_id.lstrip("/").partition("/")
+    return user, name
+
+
+def split_key(key: str) -> tuple[str, int]:
+    """A log row's key → (task id, attempt): ``"/alice/train/0:1"`` → ``("/alice/train/0", 1)``; a
+    key without an attempt suffix is ``(key, 0)``."""
+    task, _, attempt = key.rpartition(":")
+    return (task, int(attempt)) if task and attempt.isdigit() else (key, 0)
+
+
+def log_key(task_id: str, attempt: int) -> str:
+    """The key of a log row written by ``attempt`` of ``task_id``: ``"/alice/train/0:1"``."""
+    return f"{task_id}:{attempt}"
