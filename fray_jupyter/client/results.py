@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlparse
 from fray_jupyter.client.errors import one_line
 from fray_jupyter.iris import outputs
 from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.states import job_state_name
 
 A = job_pb2.TaskOutputArchive
 FILESYSTEM_PACKAGES: Final[dict[str, str]] = {
@@ -228,8 +229,7 @@ def job_results(status: job_pb2.JobStatus, tasks: Sequence[job_pb2.TaskStatus]) 
                 raise
             except ResultUnavailable:
                 continue
-        state = job_pb2.JobState.Name(status.state).removeprefix("JOB_STATE_").lower()
-        raise ResultUnavailable(f"job {status.job_id} ended {state}"
+        raise ResultUnavailable(f"job {status.job_id} ended {job_state_name(status.state)}"
                                 f"{': ' + status.error if status.error else ''}; no task left a return value")
     return [task_result(task, status.job_id) for task in tasks]
 
