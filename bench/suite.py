@@ -51,6 +51,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("plan.py", quick_args=("1000",), limit=60),
     Bench("picker.py", ("--tcp-nodelay",), ("--python-only",), limit=180),
     Bench("loadext.py", quick_args=("5",), limit=120),
+    Bench("importtime.py", quick_args=("3",), limit=60),
     Bench("controller.py", ("--real-iris", "--ray"), ("--real-iris", "--ray", "--runs", "10"), limit=360),
     Bench("client.py", quick_args=("50",), limit=120),
     Bench("sidebar.py", quick_args=("--watch", "70", "--jobs", "20"), limit=300),

@@ -9,29 +9,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
+
+from fray_jupyter.iris.gpu_spec import parse_gpu_spec
 
 if TYPE_CHECKING:
     from fray_jupyter.resources.config import ResourceConfig
     from fray_jupyter.resources.entrypoint import Entrypoint
     from fray_jupyter.resources.job import JobRequest
-
-_GPU_SPEC = re.compile(r"^(?:(?P<variant>[A-Za-z][\w.-]*?)(?:x(?P<count>\d+))?|(?P<bare>\d+))$")
-
-
-def parse_gpu_spec(spec: str) -> tuple[str, int]:
-    """``--gpu`` as Iris reads it: ``H100x8`` (model and count), ``H100`` (one), ``8`` (eight of any).
-
-    A lowercase ``x`` separates the count; a model whose name ends in X is written with a capital
-    (``MI300X``, ``MI300Xx8``), so ``H100x`` (a separator with no count) is an error."""
-    match = _GPU_SPEC.match(spec.strip())
-    if not match or re.fullmatch(r"[xX]\d*|.*x", match["variant"] or ""):
-        raise ValueError(f"--gpu {spec!r} must look like H100x8, H100, MI300X or 8 (a count follows a lowercase x)")
-    if match["bare"]:
-        return "auto", int(match["bare"])
-    return match["variant"], int(match["count"] or 1)
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:

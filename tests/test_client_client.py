@@ -112,6 +112,11 @@ def test_launch_is_resent_only_under_keep(client: FrayClient, tmp_path: Path) ->
     assert methods() == ["LaunchJob", "LaunchJob"]
     assert FakeTransport.calls[0][1] == _plan(tmp_path, "keep").request
 
+    FakeTransport.calls.clear()
+    FakeTransport.script["LaunchJob"] = [Controller.LaunchJobResponse(job_id="/u/j")]
+    bare = _plan(tmp_path, "keep").request  # a LaunchJobRequest is sent as is, without a Plan
+    assert client.submit(bare) == "/u/j" and FakeTransport.calls[0][1] == bare
+
     for policy in ("error", "recreate"):
         FakeTransport.calls.clear()
         FakeTransport.script["LaunchJob"] = [unavailable(), Controller.LaunchJobResponse(job_id="/u/j")]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fray_jupyter.resources import ANY_REGION, CpuConfig, GpuConfig, ResourceConfig, TpuConfig
+from fray_jupyter.resources.config import builder_defaults
 from fray_jupyter.resources.tables import TPU_TOPOLOGIES
 from tests.assertions import one_line_value_error
 
@@ -353,3 +354,9 @@ def test_positional_misuse() -> None:
     with pytest.raises(ValueError) as caught:
         RC(2, cpu=3)
     one_line_value_error(caught, "'cpu'")
+
+
+def test_builder_defaults_follow_the_device() -> None:
+    assert builder_defaults(TpuConfig("v5p-8")) == {"cpu": 104, "ram": "224g", "disk": "50g"}
+    assert builder_defaults(ResourceConfig().device) == {"cpu": 1, "ram": "4g", "disk": "64g"}
+    assert builder_defaults(GpuConfig("H100", count=8)) == builder_defaults(CpuConfig())  # only TPU hosts differ

@@ -22,7 +22,7 @@ from fray_jupyter import (
 )
 from fray_jupyter.flags import add_job_arguments, command_entrypoint, job_from_args
 from fray_jupyter.resources.tables import GPU_FAMILIES, TPU_TOPOLOGIES
-from fray_jupyter.views.snippets import builder_defaults, iris_command, magic_line, python_snippet
+from fray_jupyter.views.snippets import iris_command, magic_line, python_snippet
 
 NAMESPACE = {"ResourceConfig": ResourceConfig, "ANY_REGION": ANY_REGION, "TpuConfig": TpuConfig}
 
@@ -126,11 +126,6 @@ def test_iris_command_names_what_it_cannot_express() -> None:
     assert command.endswith("-- python main.py")
     assert note == ("# iris job run has no flag for: preemptible=False, device_alternatives, regions=[ANY_REGION], "
                     "a Python entrypoint (shown as python main.py)")
-
-
-def test_builder_defaults_follow_the_device() -> None:
-    assert builder_defaults(TpuConfig("v5p-8")) == {"cpu": 104, "ram": "224g", "disk": "50g"}
-    assert builder_defaults(ResourceConfig().device) == {"cpu": 1, "ram": "4g", "disk": "64g"}
 
 
 _tpu = st.builds(lambda info, slices: ResourceConfig.with_tpu(info.name, slice_count=slices),

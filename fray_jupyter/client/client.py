@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final, NamedTuple, Self, TypeVar
+from typing import Final, NamedTuple, Protocol, Self, TypeVar
 
 from google.protobuf.message import Message
 
@@ -41,7 +41,6 @@ from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.states import is_job_finished
-from fray_jupyter.planning import Plan
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
@@ -67,6 +66,14 @@ def backoff(first: float = POLL_FIRST, most: float = POLL_MAX) -> Iterator[float
     while True:
         yield delay
         delay = min(delay * 2, most)
+
+
+class HasLaunchRequest(Protocol):
+    """What ``submit`` also takes: an object holding the ``LaunchJobRequest`` to send (a ``Plan``),
+    so the client needs nothing of the planning layer."""
+
+    @property
+    def request(self) -> Controller.LaunchJobRequest: ...
 
 
 class JobPage(NamedTuple):
@@ -108,12 +115,13 @@ class FrayClient:
         self._transport.close()
 
     # -- verbs ---------------------------------------------------------------------------------
-    def submit(self, plan: Plan) -> str:
-        """Send ``plan.request`` (``LaunchJob``) and return the job id the controller assigned."""
-        request = plan.request
+    def submit(self, launch: Controller.LaunchJobRequest | HasLaunchRequest) -> str:
+        """Send a ``LaunchJobRequest`` (or the ``.request`` of a ``Plan``) and return the job id the
+        controller assigned."""
+        request = launch if isinstance(launch, Controller.LaunchJobRequest) else launch.request
         keep = request.existing_job_policy == job_pb2.EXISTING_JOB_POLICY_KEEP
         response = self._call("LaunchJob", request, Controller.LaunchJobResponse,
-                              idempotent=keep, job_id=plan.job_id)
+                              idempotent=keep, job_id=request.name)
         return response.job_id
 
     def status(self, job_id: str) -> JobStatus:

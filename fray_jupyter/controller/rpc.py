@@ -16,13 +16,15 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import grpc
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
+
+if TYPE_CHECKING:
+    import grpc
 
 SERVICE_NAME: Final[str] = "iris.cluster.ControllerService"
 _LOG = logging.getLogger(__name__)
@@ -31,17 +33,18 @@ _C = controller_pb2.Controller
 
 
 class Code(enum.Enum):
-    """Connect / gRPC status codes: value = (Connect name, HTTP status, gRPC code)."""
+    """Connect / gRPC status codes: value = (Connect name, HTTP status); the gRPC code has the
+    member's name (``grpc`` is imported by the gRPC transport only, not by the service core)."""
 
-    INVALID_ARGUMENT = ("invalid_argument", 400, grpc.StatusCode.INVALID_ARGUMENT)
-    NOT_FOUND = ("not_found", 404, grpc.StatusCode.NOT_FOUND)
-    ALREADY_EXISTS = ("already_exists", 409, grpc.StatusCode.ALREADY_EXISTS)
-    FAILED_PRECONDITION = ("failed_precondition", 400, grpc.StatusCode.FAILED_PRECONDITION)
-    RESOURCE_EXHAUSTED = ("resource_exhausted", 429, grpc.StatusCode.RESOURCE_EXHAUSTED)
-    UNAUTHENTICATED = ("unauthenticated", 401, grpc.StatusCode.UNAUTHENTICATED)
-    UNIMPLEMENTED = ("unimplemented", 501, grpc.StatusCode.UNIMPLEMENTED)
-    UNAVAILABLE = ("unavailable", 503, grpc.StatusCode.UNAVAILABLE)
-    INTERNAL = ("internal", 500, grpc.StatusCode.INTERNAL)
+    INVALID_ARGUMENT = ("invalid_argument", 400)
+    NOT_FOUND = ("not_found", 404)
+    ALREADY_EXISTS = ("already_exists", 409)
+    FAILED_PRECONDITION = ("failed_precondition", 400)
+    RESOURCE_EXHAUSTED = ("resource_exhausted", 429)
+    UNAUTHENTICATED = ("unauthenticated", 401)
+    UNIMPLEMENTED = ("unimplemented", 501)
+    UNAVAILABLE = ("unavailable", 503)
+    INTERNAL = ("internal", 500)
 
     @property
     def connect_name(self) -> str:
@@ -56,7 +59,9 @@ class Code(enum.Enum):
     @property
     def grpc_code(self) -> grpc.StatusCode:
         """The native gRPC status code."""
-        return self.value[2]
+        import grpc
+
+        return grpc.StatusCode[self.name]
 
 
 MAX_MESSAGE_LENGTH: Final[int] = 1000

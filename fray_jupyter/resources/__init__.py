@@ -1,32 +1,26 @@
-"""Fray's resource model: devices, ``ResourceConfig``, ``JobRequest``, entrypoints, environments."""
+"""Fray's resource model: devices, ``ResourceConfig``, ``JobRequest``, entrypoints, environments.
 
-from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
-from fray_jupyter.resources.devices import (
-    CpuConfig,
-    DeviceConfig,
-    GpuConfig,
-    TpuConfig,
-    device_flops,
-    get_tpu_topology,
-    tpu_family,
-    tpu_hbm_bytes_per_chip,
-    tpu_hbm_capacity_bytes,
-)
-from fray_jupyter.resources.entrypoint import BinaryEntrypoint, CallableEntrypoint, CellEntrypoint, Entrypoint
-from fray_jupyter.resources.environment import EnvironmentConfig, create_environment
-from fray_jupyter.resources.job import JobRequest, JobStatus
-from fray_jupyter.resources.tables import (
-    DEVICE_FLOPS,
-    TPU_HBM_BYTES_PER_CHIP,
-    TPU_HOST_RESOURCES,
-    TPU_TOPOLOGIES,
-    TpuTopologyInfo,
-)
+Each name is loaded on first use (as in ``fray_jupyter``), so a module that needs only the tables
+(``resources.tables``, ``resources.sizes``) — the embedded controller's placement, say — does not
+load pydantic and the models.
+"""
 
-__all__ = [
-    "ANY_REGION", "BinaryEntrypoint", "CallableEntrypoint", "CellEntrypoint", "CpuConfig", "DEVICE_FLOPS",
-    "DeviceConfig", "Entrypoint", "EnvironmentConfig", "GpuConfig", "JobRequest", "JobStatus", "ResourceConfig",
-    "TPU_HBM_BYTES_PER_CHIP", "TPU_HOST_RESOURCES", "TPU_TOPOLOGIES", "TpuConfig", "TpuTopologyInfo",
-    "create_environment", "device_flops", "get_tpu_topology", "tpu_family", "tpu_hbm_bytes_per_chip",
-    "tpu_hbm_capacity_bytes",
-]
+from __future__ import annotations
+
+from fray_jupyter.lazy import lazy_exports
+
+# public name -> submodule that defines it
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["ANY_REGION", "ResourceConfig"], "fray_jupyter.resources.config"),
+    **dict.fromkeys(
+        ["CpuConfig", "DeviceConfig", "GpuConfig", "TpuConfig", "device_flops", "get_tpu_topology", "tpu_family",
+         "tpu_hbm_bytes_per_chip", "tpu_hbm_capacity_bytes"], "fray_jupyter.resources.devices"),
+    **dict.fromkeys(["BinaryEntrypoint", "CallableEntrypoint", "CellEntrypoint", "Entrypoint"],
+                    "fray_jupyter.resources.entrypoint"),
+    **dict.fromkeys(["EnvironmentConfig", "create_environment"], "fray_jupyter.resources.environment"),
+    **dict.fromkeys(["JobRequest", "JobStatus"], "fray_jupyter.resources.job"),
+    **dict.fromkeys(["DEVICE_FLOPS", "TPU_HBM_BYTES_PER_CHIP", "TPU_HOST_RESOURCES", "TPU_TOPOLOGIES", "TpuTopologyInfo"],
+                    "fray_jupyter.resources.tables"),
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Final
 from pydantic import Field, field_validator, model_validator
 
 from fray_jupyter.resources.devices import (
+    AnyDevice,
     CpuConfig,
     DeviceConfig,
     GpuConfig,
@@ -28,6 +29,8 @@ Use it alone: ``regions=[ANY_REGION]``. ``None`` means UNSET (inherit); a list o
 MAX_CPU: Final[float] = (2**31 - 1) / 1000  # millicores are an int32 on the wire
 MAX_REPLICAS: Final[int] = 100_000
 CPU_FLOPS: Final[float] = 100e9  # Fray's nominal figure for a CPU-only replica
+HOST_FIELDS: Final[tuple[str, ...]] = ("cpu", "ram", "disk")
+"""The host resources of a replica, which the builders fill in when not given."""
 
 
 def _names(value: Any, field: str, example: str) -> Any:
@@ -187,6 +190,13 @@ class ResourceConfig(FrayModel):
     def with_cpu(**kwargs: Any) -> ResourceConfig:
         """A CPU-only replica; kwargs as for ``ResourceConfig``."""
         return ResourceConfig(device=CpuConfig(), **kwargs)
+
+
+def builder_defaults(device: AnyDevice) -> dict[str, Any]:
+    """cpu, ram and disk the builder for ``device`` fills in: ``with_tpu``'s half-host figures for a
+    TPU type, Fray's ``ResourceConfig`` defaults otherwise."""
+    built = ResourceConfig.with_tpu(device.variant) if isinstance(device, TpuConfig) else ResourceConfig()
+    return {name: getattr(built, name) for name in HOST_FIELDS}
 
 
 def check_tpu_shapes(types: Sequence[str]) -> None:

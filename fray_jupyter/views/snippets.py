@@ -14,25 +14,17 @@ import shlex
 from collections.abc import Callable
 from typing import Any, Final
 
-from fray_jupyter.flags import parse_gpu_spec
-from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
-from fray_jupyter.resources.devices import AnyDevice, CpuConfig, GpuConfig, TpuConfig
+from fray_jupyter.iris.gpu_spec import parse_gpu_spec
+from fray_jupyter.resources.config import ANY_REGION, HOST_FIELDS, ResourceConfig, builder_defaults
+from fray_jupyter.resources.devices import CpuConfig, GpuConfig, TpuConfig
 from fray_jupyter.resources.job import JobRequest
 from fray_jupyter.resources.tables import PRIORITY_BANDS
 
 BAND_NAMES: Final[dict[int, str]] = {band: name for name, band in PRIORITY_BANDS.items()}
-HOST_FIELDS: Final = ("cpu", "ram", "disk")
 # iris job run asks for --enable-extra-resources for accelerators and for memory/disk at or above these.
 IRIS_EXTRA_MEMORY_BYTES: Final = 4 * 10**9
 IRIS_EXTRA_DISK_BYTES: Final = 10 * 10**9
 PLACEHOLDER_COMMAND: Final = ("python", "main.py")
-
-
-def builder_defaults(device: AnyDevice) -> dict[str, Any]:
-    """cpu, ram and disk the builder for ``device`` fills in: ``with_tpu``'s half-host figures for a
-    TPU type, Fray's ``ResourceConfig`` defaults otherwise."""
-    built = ResourceConfig.with_tpu(device.variant) if isinstance(device, TpuConfig) else ResourceConfig()
-    return {name: getattr(built, name) for name in HOST_FIELDS}
 
 
 def _literal(value: Any) -> str:
@@ -97,7 +89,7 @@ def python_snippet(resources: ResourceConfig) -> str:
 
 
 def _gpu_spec(device: GpuConfig) -> tuple[str, bool]:
-    """The ``--gpu`` spec for ``device`` and whether ``flags.parse_gpu_spec`` reads it back."""
+    """The ``--gpu`` spec for ``device`` and whether ``parse_gpu_spec`` reads it back."""
     if device.variant == "auto":
         return str(device.count), True
     for spec in (device.variant if device.count == 1 else None, f"{device.variant}x{device.count}"):

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import ipywidgets as widgets
 
-from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
+from fray_jupyter.resources.config import ANY_REGION, HOST_FIELDS, ResourceConfig, builder_defaults
 from fray_jupyter.resources.devices import (
     AnyDevice,
     CpuConfig,
@@ -30,7 +30,7 @@ from fray_jupyter.resources.entrypoint import Entrypoint
 from fray_jupyter.resources.environment import EnvironmentConfig
 from fray_jupyter.resources.job import JobRequest
 from fray_jupyter.resources.tables import GPU_FAMILIES
-from fray_jupyter.views.snippets import HOST_FIELDS, builder_defaults, number
+from fray_jupyter.views.snippets import number
 from fray_jupyter.widgets.alternatives import TITLE as ALTERNATIVES_TITLE
 from fray_jupyter.widgets.alternatives import Alternatives
 from fray_jupyter.widgets.controls import (

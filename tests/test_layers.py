@@ -1,0 +1,96 @@
+"""The package's layers, read from every module's imports (``ast``), lazy ones included: the model
+(``resources``, ``cluster``) → the wire (``iris``) → the plan and its views (``planning``,
+``views``) and the client (``client``) → the controller (``controller``); the surfaces
+(``widgets``, ``magics``, ``server``, ``cli``, ``flags``, ``fray_client``, the package root) on
+top. A module imports only its own layer and those its layer lists; nothing imports a surface but
+a surface; and no two modules import each other, directly or round a circle."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from tests.import_graph import PACKAGE, imports, modules
+
+BASE: Final = frozenset({"lazy", "runtime_file"})
+"""Helpers every layer may use (lazy exports, the controller's runtime file format)."""
+ALLOWED: Final[dict[str, frozenset[str]]] = {
+    "resources": frozenset(),
+    "cluster": frozenset(),
+    "iris": frozenset({"resources", "cluster"}),
+    "planning": frozenset({"iris", "resources", "cluster"}),
+    "views": frozenset({"planning", "iris", "resources", "cluster"}),
+    "client": frozenset({"iris"}),
+    "controller": frozenset({"client", "iris", "resources", "cluster"}),
+}
+"""Each lower layer (the first part of the module name under ``fray_jupyter``) → the other layers
+it may import."""
+SURFACES: Final = frozenset({"widgets", "magics", "server", "cli", "flags", "fray_client", ""})
+"""May import any layer (``""`` is the package root)."""
+
+
+def layer(module: str) -> str:
+    """``fray_jupyter.client.logs`` → ``"client"``; the package itself → ``""``."""
+    return module.removeprefix(PACKAGE).lstrip(".").partition(".")[0]
+
+
+def own_imports(module: str) -> set[str]:
+    """Our modules ``module`` imports anywhere in it (at import, in functions, for type checking)."""
+    return {name for name in imports(module, at_import=False)
+            if (name == PACKAGE or name.startswith(PACKAGE + ".")) and name in modules()} - {module}
+
+
+def test_every_module_has_a_layer() -> None:
+    unknown = sorted({layer(m) for m in modules()} - set(ALLOWED) - SURFACES - BASE)
+    assert unknown == [], f"give these packages a place in ALLOWED or SURFACES: {unknown}"
+
+
+def test_no_import_runs_upward() -> None:
+    upward = []
+    for module in modules():
+        mine = layer(module)
+        if mine in SURFACES:
+            continue
+        allowed = {mine} | BASE | (ALLOWED[mine] if mine in ALLOWED else frozenset())
+        upward += [f"{module} -> {name}" for name in sorted(own_imports(module)) if layer(name) not in allowed]
+    assert upward == [], "imports against the layer rule:\n" + "\n".join(upward)
+
+
+def test_no_import_cycles() -> None:
+    """Tarjan's strongly connected components over the module graph; a package's ``__init__``
+    importing its own submodules is not a circle with them."""
+    graph = {m: {n for n in own_imports(m) if n in modules() and not m.startswith(n + ".")} for m in modules()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert cycles == [], f"modules importing each other: {cycles}"
+
+
+def test_the_rule_catches_an_upward_import() -> None:
+    """The checks above are not vacuous: the graph sees the client's imports and a view's."""
+    assert "fray_jupyter.iris.states" in own_imports("fray_jupyter.client.client")
+    assert "fray_jupyter.iris.states" in own_imports("fray_jupyter.views.job")
+    assert layer("fray_jupyter.planning") not in ALLOWED["client"]
