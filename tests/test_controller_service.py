@@ -241,3 +241,72 @@ def test_requested_resources_are_recorded_not_enforced(tmp_path: Path) -> None:
         assert final.resources.device.gpu.count == 8
 
     run(tmp_path, body)
+
+
+# -- identity: a replaced job and its replacement never mix (issue 11, items 1, 2, 10) ------------
+STUBBORN = "trap '' TERM; echo old > marker; echo old-line; sleep 30"
+FRESH = 'test -e marker && echo saw-old-marker; echo new-line; pwd'
+
+
+def test_recreating_a_running_job_whose_task_ignores_sigterm(tmp_path: Path) -> None:
+    """The replacement reaches SUCCEEDED with its own logs and a fresh work dir, although the old
+    task holds its slot (and its row id was the newest) until it is killed a moment later."""
+    async def body(core: Core) -> None:
+        request = launch_request("rerun", STUBBORN)
+        job_id = core.launch(request)
+        await core.wait(job_id, {J.JOB_STATE_RUNNING})
+        while "old-line" not in core.lines(job_id):
+            await asyncio.sleep(0.02)
+        old_workdir = core.store.attempts(job_id)[0].workdir
+        replacement = launch_request("rerun", FRESH, existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE)
+        assert core.launch(replacement) == job_id
+        final = await core.wait(job_id, timeout=20)
+        assert final.state == J.JOB_STATE_SUCCEEDED, final
+        deadline = time.monotonic() + 10
+        while core.engine.running:  # the old task's end (SIGKILL after the grace) comes and goes
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        lines = core.lines(job_id)
+        assert lines[:2] == ["new-line", lines[1]] and "old-line" not in lines and "saw-old-marker" not in lines
+        new_workdir = core.store.attempts(job_id)[0].workdir
+        assert lines[1] == new_workdir != old_workdir
+        assert (Path(old_workdir) / "marker").exists() and not (Path(new_workdir) / "marker").exists()
+        assert core.status(job_id).state == J.JOB_STATE_SUCCEEDED and core.lines(job_id) == lines
+        assert core.store.strays() == []
+
+    run(tmp_path, body)
+
+
+def test_every_rerun_gets_a_new_row_id_and_a_fresh_work_dir(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        request = launch_request("again", "ls -A; touch left-behind",
+                                 existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE)
+        ids, workdirs = [], []
+        for _ in range(3):
+            job_id = core.launch(request)
+            assert (await core.wait(job_id)).state == J.JOB_STATE_SUCCEEDED
+            job = core.store.job(job_id)
+            assert job is not None
+            ids.append(job.id)
+            workdirs.append(core.store.attempts(job_id)[0].workdir)
+            assert core.lines(job_id) == [".iris-outputs"]
+        assert ids == sorted(set(ids)) and len(set(workdirs)) == 3
+
+    run(tmp_path, body)
+
+
+def test_a_replacement_that_fails_to_store_leaves_the_old_job_whole(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    async def body(core: Core) -> None:
+        job_id = core.launch(launch_request("whole", "echo done", replicas=2))
+        await core.wait(job_id)
+        before = (core.status(job_id), core.tasks(job_id), core.lines(job_id))
+
+        def broken(job: object) -> None:
+            raise RuntimeError("disk on fire")
+        monkeypatch.setattr(core.store, "insert_job", broken)
+        with pytest.raises(RuntimeError):
+            core.launch(launch_request("whole", "echo other", existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE))
+        assert (core.status(job_id), core.tasks(job_id), core.lines(job_id)) == before
+
+    run(tmp_path, body)
