@@ -310,3 +310,90 @@ def test_a_replacement_that_fails_to_store_leaves_the_old_job_whole(tmp_path: Pa
         assert (core.status(job_id), core.tasks(job_id), core.lines(job_id)) == before
 
     run(tmp_path, body)
+
+
+# -- zip bombs (issue 11, item 9) -------------------------------------------------------------------
+def test_a_zip_bomb_bundle_is_refused_naming_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fray_jupyter.controller import runner
+
+    monkeypatch.setattr(runner, "MAX_UNPACKED_BUNDLE_BYTES", 4 * 2**20)
+    monkeypatch.setattr(runner, "MAX_BUNDLE_ENTRIES", 100)
+    big = _zip_deflated({"zeros.bin": b"\0" * (5 * 2**20)})
+    assert len(big) < 64 * 1024  # tiny zipped, 5 MiB unpacked
+
+    async def body(core: Core) -> None:
+        message = refused(Code.INVALID_ARGUMENT, lambda: core.launch(launch_request("bomb", "true", bundle_blob=big)))
+        assert "over the limit of 4 MiB unpacked (MAX_UNPACKED_BUNDLE_BYTES)" in message
+        many = _zip_deflated({f"f{i}": b"" for i in range(101)})
+        message = refused(Code.INVALID_ARGUMENT, lambda: core.launch(launch_request("many", "true", bundle_blob=many)))
+        assert "101 entries, over the limit of 100 entries (MAX_BUNDLE_ENTRIES)" in message
+        # a bundle admitted under other limits is checked again before each unpacking
+        unpacked = core.launch(launch_request("unpacked", "true", bundle_blob=_zip_deflated({"a": b"x" * 100})))
+        monkeypatch.setattr(runner, "MAX_UNPACKED_BUNDLE_BYTES", 10)  # before the engine's next turn starts it
+        final = await core.wait(unpacked)
+        assert final.state == J.JOB_STATE_FAILED and "could not prepare the work dir" in final.error
+        assert "over the limit" in final.error
+
+    run(tmp_path, body, slots=1)
+
+
+def _zip_deflated(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+# -- engine callbacks are not fire-and-forget (issue 11, item 8) ------------------------------------
+def test_a_failure_recording_an_attempts_end_fails_the_job_with_the_reason(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    async def body(core: Core) -> None:
+        real = core.store.update_attempt
+        failures: list[str] = []
+
+        def flaky(job_id: str, idx: int, attempt: int, **values: object) -> None:
+            if "exit_code" in values and not failures:
+                failures.append(job_id)
+                raise sqlite3.OperationalError("disk I/O error")
+            real(job_id, idx, attempt, **values)
+        monkeypatch.setattr(core.store, "update_attempt", flaky)
+        job_id = core.launch(launch_request("unrecorded", "echo ran"))
+        final = await core.wait(job_id)
+        assert failures == [job_id]
+        assert final.state == J.JOB_STATE_FAILED
+        assert "controller error while recording the end of the task: OperationalError: disk I/O error" in final.error
+        assert not core.engine.running and core.engine.free_slots() == core.engine.slots
+
+    run(tmp_path, body)
+
+
+def test_close_waits_for_attempts_at_most_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fray_jupyter.controller.runner import Attempt, Outcome
+
+    async def never_ends(self: Attempt) -> Outcome:
+        try:
+            await asyncio.sleep(3600)  # stuck: stop() does nothing to it
+        except asyncio.CancelledError:
+            pass
+        raise asyncio.CancelledError
+
+    monkeypatch.setattr(Attempt, "run", never_ends)
+
+    async def main() -> None:
+        core = Core(tmp_path, 2)
+        runner = asyncio.ensure_future(core.engine.run())
+        job_id = core.launch(launch_request("stuck", "true"))
+        await core.wait(job_id, {J.JOB_STATE_PENDING, J.JOB_STATE_RUNNING})
+        while not core.engine.running:
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        await asyncio.wait_for(core.engine.close(timeout=0.5), 10)
+        assert time.monotonic() - started < 5
+        assert core.status(job_id).state == J.JOB_STATE_WORKER_FAILED
+        runner.cancel()
+        core.store.close()
+
+    asyncio.run(main())
