@@ -346,6 +346,44 @@ def test_a_new_state_dir_and_its_database_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "new" / "state" / "controller.sqlite3").stat().st_mode) == 0o600
 
 
+def _bundle(files: dict[str, str]) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+def test_everything_under_the_state_dir_is_private_from_the_first_write(tmp_path: Path) -> None:
+    """Whatever umask started it, the controller (and its tasks) create dirs 0700 and files 0600:
+    the store and its WAL, bundles, work dirs, unpacked files, and what a task writes."""
+    import os
+
+    previous = os.umask(0o022)
+    try:
+        controller = start_controller(tmp_path / "state")
+    finally:
+        os.umask(previous)
+    try:
+        wire = controller.wire()
+        job_id = wire.launch(launch_request("private", "mkdir -p out && echo hi > out/result.txt",
+                                            bundle_blob=_bundle({"pkg/code.py": "print(1)\n"})))
+        assert wire.wait(job_id, TERMINAL).state == J.JOB_STATE_SUCCEEDED
+        wire.close()
+    finally:
+        stop_quietly(controller)
+    state = tmp_path / "state"
+    modes = {path.relative_to(state).as_posix(): stat.S_IMODE(path.stat().st_mode)
+             for path in [state, *state.rglob("*")]}
+    assert any(name.endswith("out/result.txt") for name in modes) and any(name.startswith("bundles/") for name in modes)
+    loose = {name: oct(mode) for name, mode in modes.items()
+             if mode & 0o077 or (state / name).is_dir() and mode != 0o700}
+    assert loose == {}
+
+
 def test_a_crash_while_a_terminated_task_ignores_sigterm_still_kills_it_on_restart(tmp_path: Path) -> None:
     controller = start_controller(tmp_path / "state")
     wire = controller.wire()

@@ -241,3 +241,159 @@ def test_requested_resources_are_recorded_not_enforced(tmp_path: Path) -> None:
         assert final.resources.device.gpu.count == 8
 
     run(tmp_path, body)
+
+
+# -- identity: a replaced job and its replacement never mix (issue 11, items 1, 2, 10) ------------
+STUBBORN = "trap '' TERM; echo old > marker; echo old-line; sleep 30"
+FRESH = 'test -e marker && echo saw-old-marker; echo new-line; pwd'
+
+
+def test_recreating_a_running_job_whose_task_ignores_sigterm(tmp_path: Path) -> None:
+    """The replacement reaches SUCCEEDED with its own logs and a fresh work dir, although the old
+    task holds its slot (and its row id was the newest) until it is killed a moment later."""
+    async def body(core: Core) -> None:
+        request = launch_request("rerun", STUBBORN)
+        job_id = core.launch(request)
+        await core.wait(job_id, {J.JOB_STATE_RUNNING})
+        while "old-line" not in core.lines(job_id):
+            await asyncio.sleep(0.02)
+        old_workdir = core.store.attempts(job_id)[0].workdir
+        replacement = launch_request("rerun", FRESH, existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE)
+        assert core.launch(replacement) == job_id
+        final = await core.wait(job_id, timeout=20)
+        assert final.state == J.JOB_STATE_SUCCEEDED, final
+        deadline = time.monotonic() + 10
+        while core.engine.running:  # the old task's end (SIGKILL after the grace) comes and goes
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        lines = core.lines(job_id)
+        assert lines[:2] == ["new-line", lines[1]] and "old-line" not in lines and "saw-old-marker" not in lines
+        new_workdir = core.store.attempts(job_id)[0].workdir
+        assert lines[1] == new_workdir != old_workdir
+        assert (Path(old_workdir) / "marker").exists() and not (Path(new_workdir) / "marker").exists()
+        assert core.status(job_id).state == J.JOB_STATE_SUCCEEDED and core.lines(job_id) == lines
+        assert core.store.strays() == []
+
+    run(tmp_path, body)
+
+
+def test_every_rerun_gets_a_new_row_id_and_a_fresh_work_dir(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        request = launch_request("again", "ls -A; touch left-behind",
+                                 existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE)
+        ids, workdirs = [], []
+        for _ in range(3):
+            job_id = core.launch(request)
+            assert (await core.wait(job_id)).state == J.JOB_STATE_SUCCEEDED
+            job = core.store.job(job_id)
+            assert job is not None
+            ids.append(job.id)
+            workdirs.append(core.store.attempts(job_id)[0].workdir)
+            assert core.lines(job_id) == [".iris-outputs"]
+        assert ids == sorted(set(ids)) and len(set(workdirs)) == 3
+
+    run(tmp_path, body)
+
+
+def test_a_replacement_that_fails_to_store_leaves_the_old_job_whole(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    async def body(core: Core) -> None:
+        job_id = core.launch(launch_request("whole", "echo done", replicas=2))
+        await core.wait(job_id)
+        before = (core.status(job_id), core.tasks(job_id), core.lines(job_id))
+
+        def broken(job: object) -> None:
+            raise RuntimeError("disk on fire")
+        monkeypatch.setattr(core.store, "insert_job", broken)
+        with pytest.raises(RuntimeError):
+            core.launch(launch_request("whole", "echo other", existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE))
+        assert (core.status(job_id), core.tasks(job_id), core.lines(job_id)) == before
+
+    run(tmp_path, body)
+
+
+# -- zip bombs (issue 11, item 9) -------------------------------------------------------------------
+def test_a_zip_bomb_bundle_is_refused_naming_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fray_jupyter.controller import runner
+
+    monkeypatch.setattr(runner, "MAX_UNPACKED_BUNDLE_BYTES", 4 * 2**20)
+    monkeypatch.setattr(runner, "MAX_BUNDLE_ENTRIES", 100)
+    big = _zip_deflated({"zeros.bin": b"\0" * (5 * 2**20)})
+    assert len(big) < 64 * 1024  # tiny zipped, 5 MiB unpacked
+
+    async def body(core: Core) -> None:
+        message = refused(Code.INVALID_ARGUMENT, lambda: core.launch(launch_request("bomb", "true", bundle_blob=big)))
+        assert "over the limit of 4 MiB unpacked (MAX_UNPACKED_BUNDLE_BYTES)" in message
+        many = _zip_deflated({f"f{i}": b"" for i in range(101)})
+        message = refused(Code.INVALID_ARGUMENT, lambda: core.launch(launch_request("many", "true", bundle_blob=many)))
+        assert "101 entries, over the limit of 100 entries (MAX_BUNDLE_ENTRIES)" in message
+        # a bundle admitted under other limits is checked again before each unpacking
+        unpacked = core.launch(launch_request("unpacked", "true", bundle_blob=_zip_deflated({"a": b"x" * 100})))
+        monkeypatch.setattr(runner, "MAX_UNPACKED_BUNDLE_BYTES", 10)  # before the engine's next turn starts it
+        final = await core.wait(unpacked)
+        assert final.state == J.JOB_STATE_FAILED and "could not prepare the work dir" in final.error
+        assert "over the limit" in final.error
+
+    run(tmp_path, body, slots=1)
+
+
+def _zip_deflated(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+# -- engine callbacks are not fire-and-forget (issue 11, item 8) ------------------------------------
+def test_a_failure_recording_an_attempts_end_fails_the_job_with_the_reason(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    async def body(core: Core) -> None:
+        real = core.store.update_attempt
+        failures: list[str] = []
+
+        def flaky(job_id: str, idx: int, attempt: int, **values: object) -> None:
+            if "exit_code" in values and not failures:
+                failures.append(job_id)
+                raise sqlite3.OperationalError("disk I/O error")
+            real(job_id, idx, attempt, **values)
+        monkeypatch.setattr(core.store, "update_attempt", flaky)
+        job_id = core.launch(launch_request("unrecorded", "echo ran"))
+        final = await core.wait(job_id)
+        assert failures == [job_id]
+        assert final.state == J.JOB_STATE_FAILED
+        assert "controller error while recording the end of the task: OperationalError: disk I/O error" in final.error
+        assert not core.engine.running and core.engine.free_slots() == core.engine.slots
+
+    run(tmp_path, body)
+
+
+def test_close_waits_for_attempts_at_most_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fray_jupyter.controller.runner import Attempt, Outcome
+
+    async def never_ends(self: Attempt) -> Outcome:
+        try:
+            await asyncio.sleep(3600)  # stuck: stop() does nothing to it
+        except asyncio.CancelledError:
+            pass
+        raise asyncio.CancelledError
+
+    monkeypatch.setattr(Attempt, "run", never_ends)
+
+    async def main() -> None:
+        core = Core(tmp_path, 2)
+        runner = asyncio.ensure_future(core.engine.run())
+        job_id = core.launch(launch_request("stuck", "true"))
+        await core.wait(job_id, {J.JOB_STATE_PENDING, J.JOB_STATE_RUNNING})
+        while not core.engine.running:
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        await asyncio.wait_for(core.engine.close(timeout=0.5), 10)
+        assert time.monotonic() - started < 5
+        assert core.status(job_id).state == J.JOB_STATE_WORKER_FAILED
+        runner.cancel()
+        core.store.close()
+
+    asyncio.run(main())

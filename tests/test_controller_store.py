@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
-from fray_jupyter.controller.store import JobRow, Store
+import pytest
+
+from fray_jupyter.controller.store import SCHEMA_VERSION, JobRow, SchemaTooNew, Store
 from fray_jupyter.iris.proto import job_pb2 as J
 
 
@@ -58,3 +61,135 @@ def test_log_queries(tmp_path: Path) -> None:
     assert read(substring="e 5") == ["line 5"]
     assert read(since_ms=107) == ["line 8", "line 9"]
     assert store.last_log_id("/a/j") == 10 and store.last_log_id("/a/none") == 0
+
+
+# -- schema versions (issue 11, item 11) -----------------------------------------------------------
+MAIN_BEFORE_VERSIONING_DDL = """
+CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  user TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  submitted_ms INTEGER NOT NULL,
+  started_ms INTEGER,
+  finished_ms INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  exit_code INTEGER,
+  status_message TEXT NOT NULL DEFAULT '',
+  replicas INTEGER NOT NULL,
+  coscheduled INTEGER NOT NULL,
+  max_retries_failure INTEGER NOT NULL,
+  max_task_failures INTEGER NOT NULL,
+  timeout_ms INTEGER,
+  scheduling_timeout_ms INTEGER,
+  failure_count INTEGER NOT NULL DEFAULT 0,
+  preemption_count INTEGER NOT NULL DEFAULT 0,
+  request BLOB NOT NULL,
+  resources BLOB NOT NULL,
+  bundle_path TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS jobs_by_date ON jobs (submitted_ms, id);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, submitted_ms, id);
+CREATE INDEX IF NOT EXISTS jobs_by_name ON jobs (name);
+CREATE TABLE IF NOT EXISTS tasks (
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT -1,
+  failure_count INTEGER NOT NULL DEFAULT 0,
+  preemption_count INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  started_ms INTEGER,
+  finished_ms INTEGER,
+  PRIMARY KEY (job_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attempts (
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  uid TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  exit_code INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  started_ms INTEGER,
+  finished_ms INTEGER,
+  pid INTEGER,
+  pgid INTEGER,
+  proc_start TEXT NOT NULL DEFAULT '',
+  workdir TEXT NOT NULL DEFAULT '',
+  worker_failure INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id, idx, attempt)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS attempts_live ON attempts (finished_ms) WHERE finished_ms IS NULL;
+CREATE TABLE IF NOT EXISTS logs (
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  ts_ms INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS logs_by_job ON logs (job_id, id);
+"""
+"""The tables exactly as a state dir made before schema versioning holds them (``user_version`` 0)."""
+
+
+def _old_state_dir(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.executescript(MAIN_BEFORE_VERSIONING_DDL)
+    for number, name in ((1, "/alice/kept"), (2, "/alice/newest")):
+        db.execute("INSERT INTO jobs (id, job_id, name, user, state, submitted_ms, replicas, coscheduled, "
+                   "max_retries_failure, max_task_failures, request, resources) "
+                   "VALUES (?, ?, ?, 'alice', ?, 1000, 1, 0, 0, 0, x'', x'')",
+                   (number, name, name, J.JOB_STATE_SUCCEEDED))
+        db.execute("INSERT INTO tasks (job_id, idx, state) VALUES (?, 0, ?)", (name, J.TASK_STATE_SUCCEEDED))
+        db.execute("INSERT INTO logs (job_id, idx, attempt, ts_ms, source, data) VALUES (?, 0, 0, 1, 'stdout', ?)",
+                   (name, f"line of {name}"))
+    db.commit()
+    db.close()
+
+
+def test_a_state_dir_from_before_schema_versions_opens_with_its_history(tmp_path: Path) -> None:
+    path = tmp_path / "controller.sqlite3"
+    _old_state_dir(path)
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION >= 2
+    kept = store.job("/alice/kept")
+    assert kept is not None and kept.id == 1 and kept.state == J.JOB_STATE_SUCCEEDED and kept.cleaned_ms is None
+    assert [row.data for row in store.read_logs("/alice/kept", idx=None, after_id=0, since_ms=0, substring="",
+                                                attempt=None, limit=10, newest=False)] == ["line of /alice/kept"]
+    with store.transaction():  # replacing the newest job must not hand its row id to the replacement
+        store.delete_job("/alice/newest")
+        replacement = store.insert_job(_job("/alice/newest", replicas=1))
+    assert replacement.id == 3
+    store.close()
+    assert Store(path).schema_version() == SCHEMA_VERSION  # reopening applies nothing twice
+
+
+def test_row_ids_are_never_reused(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db.sqlite3")
+    with store.transaction():
+        first = store.insert_job(_job("/alice/a")).id
+    with store.transaction():
+        store.delete_job("/alice/a")
+        second = store.insert_job(_job("/alice/a")).id
+    store.close()
+    store = Store(tmp_path / "db.sqlite3")
+    with store.transaction():
+        store.delete_job("/alice/a")
+        third = store.insert_job(_job("/alice/a")).id
+    assert first < second < third
+
+
+def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite3"
+    Store(path).close()
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(SchemaTooNew, match="newer than this fray-jupyter"):
+        Store(path)

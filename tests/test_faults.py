@@ -8,6 +8,8 @@
   stays KILLED; log lines read before the kill are still there.
 * A controller that never comes back (or is frozen) fails a call within its deadline.
 * A kernel restart and a Jupyter server restart mid-job: the job and its logs stay visible.
+* ``kill -9`` right after a running job was replaced (its task still ignoring SIGTERM): after the
+  restart the old task's processes are gone, and the job is the replacement, whole, once.
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ import httpx
 import pytest
 
 from fray_jupyter.client import ControllerUnreachable, FrayClient, FrayError
-from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
-from tests.controller_harness import start_controller, stop_quietly
+from tests.controller_harness import launch_request, pid_alive, start_controller, stop_quietly
 from tests.jupyter_isolation import isolated_jupyter
 
+C = controller_pb2.Controller
 J = job_pb2
 SEED = 20261129
 ROUNDS = 4
@@ -264,6 +267,41 @@ def test_kill_9_at_random_points_under_load_loses_nothing(tmp_path: Path) -> Non
         for client in (*clients, checker):
             client.close()
         stop_quietly(controller)
+
+
+# -- kill -9 during a replacement ------------------------------------------------------------------
+def test_kill_9_while_a_replaced_job_is_still_stopping(tmp_path: Path) -> None:
+    controller = start_controller(tmp_path / "state", "--slots", "2")
+    wire = controller.wire()
+    job_id = wire.launch(launch_request("replaced", "trap '' TERM; echo pid=$$; echo old-line; sleep 60"))
+    deadline = time.monotonic() + 10
+    while not (lines := [e.data for b in wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id)).task_logs
+                         for e in b.logs]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    old_pid = int(lines[0].removeprefix("pid="))
+    wire.launch(launch_request("replaced", "echo new-line", replicas=2,
+                               existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE))
+    controller.stop(signal.SIGKILL)  # inside the old task's SIGTERM grace
+    wire.close()
+    assert pid_alive(old_pid)
+    restarted = start_controller(tmp_path / "state", "--slots", "2", runtime_file=controller.runtime_file)
+    try:
+        wire = restarted.wire()
+        deadline = time.monotonic() + 5
+        while pid_alive(old_pid):
+            assert time.monotonic() < deadline, "the replaced job's task survived the crash and the restart"
+            time.sleep(0.02)
+        listed = wire.call("ListJobs", C.ListJobsRequest()).jobs
+        assert [job.job_id for job in listed] == [job_id]
+        status = wire.call("GetJobStatus", C.GetJobStatusRequest(job_id=job_id))
+        assert list(status.request.entrypoint.run_command.argv)[-1] == "echo new-line"
+        assert len(wire.tasks(job_id)) == 2
+        logs = [e.data for b in wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id)).task_logs for e in b.logs]
+        assert "old-line" not in logs and not any(line.startswith("pid=") for line in logs)
+        wire.close()
+    finally:
+        stop_quietly(restarted)
 
 
 # -- a controller that never comes back ------------------------------------------------------------

@@ -79,14 +79,14 @@ def start_controller(runtime_file: Path | None = None, state: Path | None = None
     """The live controller of ``runtime_file``, starting one in the background if there is none."""
     runtime_file = runtime_file or runtime_file_path()
     state = state or state_dir()
-    state.mkdir(parents=True, exist_ok=True)
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
     with _exclusive(state / LOCK_FILE):
         info = read_runtime_file(runtime_file)
         if info is not None:
             return info
         runtime_file.unlink(missing_ok=True)  # stale: its process is gone
         log_path = state / LOG_FILE
-        with log_path.open("ab") as log:
+        with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
             process = subprocess.Popen(controller_command(state, runtime_file), stdin=subprocess.DEVNULL,
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         _started.append(process)
@@ -95,7 +95,7 @@ def start_controller(runtime_file: Path | None = None, state: Path | None = None
 
 @contextlib.contextmanager
 def _exclusive(lock_path: Path) -> Iterator[None]:
-    with lock_path.open("a") as handle:
+    with open(os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -10,6 +10,17 @@ What happens to tasks when the controller stops: a graceful stop (SIGTERM/SIGINT
 (``kill -9``, found by ``recover`` at the next start) both end every running attempt as
 WORKER_FAILED with a reason saying so (never left RUNNING); leftover processes of a crashed
 run are killed. Pending work is kept and scheduled again after a restart.
+
+Identity: a job's row id (``JobRow.id``) is never reused (the store's AUTOINCREMENT), and the
+engine keys every running attempt by its random attempt uid, so the processes of a replaced job
+that are still stopping can never be mistaken for its replacement's: their end, their exit code
+and their output are theirs alone (the output of a replaced job is dropped). Each attempt gets a
+fresh work dir, ``<work root>/job-<row id>/<task>.<attempt>-<uid prefix>``.
+
+Failures of the controller itself: an exception while recording an attempt's end is logged and
+ends the job FAILED with a reason naming it (retried on the next scheduling pass if even that
+cannot be written); ``close`` waits at most ``CLOSE_TIMEOUT_S`` for attempts to end, then kills
+what is left.
 """
 
 from __future__ import annotations
@@ -45,6 +56,8 @@ from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
 J = job_pb2
 RESTART_REASON: Final[str] = "controller restarted while the task was running"
 SHUTDOWN_REASON: Final[str] = "controller stopped while the task was running"
+REPLACED_REASON: Final[str] = "job replaced by a new submission"
+CLOSE_TIMEOUT_S: Final[float] = 10.0
 _LOG = logging.getLogger(__name__)
 
 
@@ -56,14 +69,16 @@ def now_ms() -> int:
 @dataclass
 class Running:
     """A task holding a slot: from the moment it is placed until its last process exits.
-    ``settled`` means its state was already decided elsewhere (stopped, bounced)."""
+    ``settled`` means its state was already decided elsewhere (stopped, bounced); ``forgotten``
+    that its job was replaced (its rows are gone: nothing more is recorded for it)."""
 
     job: JobRow
     idx: int
     attempt: int
+    uid: str
     process: Attempt
     settled: bool = False
-    uid: str = ""
+    forgotten: bool = False
     output_archive: job_pb2.TaskOutputArchive | None = None
 
 
@@ -77,10 +92,11 @@ class Engine:
         self.slots = slots
         self.controller_url = ""
         self.queue: dict[str, scheduler.QueuedJob] = {}
-        self.running: dict[tuple[int, int], Running] = {}
+        self.running: dict[str, Running] = {}  # by attempt uid
         self._deadlines: dict[str, int] = {}
         self.logs = LogBuffer(store)
-        self._forgotten: set[int] = set()
+        self._attempt_tasks: set[asyncio.Task[None]] = set()
+        self._unrecorded: list[tuple[Running, str]] = []
         self._wake = asyncio.Event()
         self._closing = False
 
@@ -108,14 +124,20 @@ class Engine:
             self._recompute(job_id)
 
     def forget(self, job_id: str) -> None:
-        """Drop a job from the queue and stop its processes; the caller deletes its rows."""
+        """Drop a job whose rows the caller has just deleted (``Store.delete_job``, same event
+        loop turn): unqueue it, drop its buffered output, stop its processes."""
         self.queue.pop(job_id, None)
         self._deadlines.pop(job_id, None)
+        self.logs.discard(job_id)
         for running in self.running.values():
-            if running.job.job_id == job_id:
-                self._forgotten.add(running.job.id)
-                running.settled = True
-                running.process.stop("job replaced by a new submission")
+            if running.job.job_id == job_id and not running.forgotten:
+                running.forgotten = running.settled = True
+                running.process.stop(REPLACED_REASON)
+
+    def _live(self, job_id: str, idx: int | None = None) -> list[Running]:
+        """Running attempts of the current job named ``job_id`` (not of a replaced one)."""
+        return [running for running in self.running.values() if running.job.job_id == job_id
+                and not running.forgotten and (idx is None or running.idx == idx)]
 
     def pending_reason(self, job_id: str) -> str:
         """Why a PENDING job has not started (empty when it is not waiting for slots)."""
@@ -124,7 +146,7 @@ class Engine:
             return ""
         if queued.hold:
             return queued.hold
-        holding = sum(1 for running in self.running.values() if running.job.job_id == job_id)
+        holding = len(self._live(job_id))
         return scheduler.pending_reason(queued, self.free_slots(), self.slots, len(self.queue), holding)
 
     def free_slots(self) -> int:
@@ -143,31 +165,55 @@ class Engine:
                 self._wake.clear()
                 if not self._closing:
                     try:
+                        self._retry_unrecorded()
                         self.schedule()
                     except Exception:  # noqa: BLE001 - keep scheduling whatever one pass hit
                         _LOG.exception("scheduling pass failed")
         finally:
             flusher.cancel()
 
-    async def close(self) -> None:
-        """Stop scheduling, end running tasks as WORKER_FAILED, wait for their processes."""
+    @property
+    def busy(self) -> bool:
+        """Whether any task is running or waiting to start."""
+        return bool(self.running or self.queue)
+
+    async def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
+        """Stop scheduling, end running tasks as WORKER_FAILED, wait (at most ``timeout`` s)
+        for their processes, then kill what is left."""
         self._closing = True
         self._wake.set()
-        with self.store.transaction():
+        try:
+            with self.store.transaction():
+                for running in list(self.running.values()):
+                    task = self.store.task(running.job.job_id, running.idx)
+                    if task is not None and not running.settled:
+                        self._lose_task(running.job, task, SHUTDOWN_REASON)
+                        self._recompute(running.job.job_id)
+        except Exception:  # noqa: BLE001 - still stop the processes
+            _LOG.exception("could not record the running tasks as stopped")
             for running in list(self.running.values()):
-                task = self.store.task(running.job.job_id, running.idx)
-                if task is not None and not running.settled:
-                    self._lose_task(running.job, task, SHUTDOWN_REASON)
-                    self._recompute(running.job.job_id)
-        while self.running:
-            await asyncio.sleep(0.02)
-        self.logs.flush()
+                running.settled = True
+                running.process.stop(SHUTDOWN_REASON)
+        pending = set(self._attempt_tasks)
+        if pending:
+            _, pending = await asyncio.wait(pending, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        for running in list(self.running.values()):
+            _LOG.warning("attempt %s of %s/%d did not end within %g s of shutdown; killing its processes",
+                         running.attempt, running.job.job_id, running.idx, timeout)
+            running.process.kill()
+        self.running.clear()
+        try:
+            self.logs.flush()
+        except Exception:  # noqa: BLE001 - shutting down: say so and go on
+            _LOG.exception("could not store the last captured output")
 
     # -- scheduling ---------------------------------------------------------------------------
     def schedule(self) -> None:
         """Expire scheduling deadlines, then start what fits (``scheduler.place``)."""
         self._expire_deadlines()
-        holding = Counter(running.job.job_id for running in self.running.values())
+        holding = Counter(running.job.job_id for running in self.running.values() if not running.forgotten)
         starts = scheduler.place(self.queue.values(), self.free_slots(), holding)
         if not starts:
             return
@@ -187,8 +233,9 @@ class Engine:
         task = self.store.task(job.job_id, idx)
         assert task is not None
         attempt = task.attempt + 1
-        identity = TaskIdentity(job.job_id, idx, attempt, secrets.token_hex(8), job.replicas)
-        workdir = self.work_root / f"job-{job.id}" / f"{idx}.{attempt}"  # names stay out of paths
+        uid = secrets.token_hex(8)
+        identity = TaskIdentity(job.job_id, idx, attempt, uid, job.replicas)
+        workdir = self.work_root / f"job-{job.id}" / f"{idx}.{attempt}-{uid[:8]}"  # names stay out of paths
         entrypoint = request.entrypoint
         steps = [["bash", "-c", command] for command in entrypoint.setup_commands]
         steps.append(list(entrypoint.run_command.argv))
@@ -199,19 +246,21 @@ class Engine:
         process = Attempt(
             steps=steps, workdir=workdir, env=env,
             timeout_s=job.timeout_ms / 1000 if job.timeout_ms else None,
-            sink=lambda source, line: self._capture(job, idx, attempt, source, line),
-            on_spawn=lambda pid, token: self._spawned(job, idx, attempt, pid, token),
+            sink=lambda source, line: self._capture(running, source, line),
+            on_spawn=lambda pid, token: self._spawned(running, pid, token),
         )
         self.store.insert_attempt(AttemptRow(
-            job.job_id, idx, attempt, identity.attempt_uid, J.TASK_STATE_ASSIGNED, None, "", None, None,
+            job.job_id, idx, attempt, uid, J.TASK_STATE_ASSIGNED, None, "", None, None,
             None, None, "", str(workdir), 0,
         ))
         self.store.update_task(job.job_id, idx, state=J.TASK_STATE_ASSIGNED, attempt=attempt)
-        running = Running(job, idx, attempt, process, uid=identity.attempt_uid)
-        self.running[(job.id, idx)] = running
+        running = Running(job, idx, attempt, uid, process)
+        self.running[uid] = running
         bundle = Path(job.bundle_path) if job.bundle_path else None
         files = dict(entrypoint.workdir_files)
-        asyncio.ensure_future(self._execute(running, bundle, files))
+        task = asyncio.ensure_future(self._execute(running, bundle, files))
+        self._attempt_tasks.add(task)
+        task.add_done_callback(self._attempt_tasks.discard)
 
     async def _execute(self, running: Running, bundle: Path | None, files: dict[str, bytes]) -> None:
         try:
@@ -224,9 +273,29 @@ class Engine:
             except Exception as error:  # noqa: BLE001 - an attempt must always give its slot back
                 _LOG.exception("attempt %d of %s/%d failed", running.attempt, running.job.job_id, running.idx)
                 outcome = Outcome(J.TASK_STATE_FAILED, None, f"controller error while running the task: {error}")
-        if running.job.id not in self._forgotten:
-            running.output_archive = await self._capture_outputs(running)
-        self._attempt_ended(running, outcome)
+        if not running.forgotten:
+            try:
+                running.output_archive = await self._capture_outputs(running)
+            except Exception:  # noqa: BLE001 - the attempt's end is still recorded
+                _LOG.exception("could not archive the outputs of %s/%d", running.job.job_id, running.idx)
+        self.running.pop(running.uid, None)  # the slot is free whatever happens next
+        self._wake.set()
+        try:
+            self._attempt_ended(running, outcome)
+        except Exception as error:  # noqa: BLE001 - never lose an attempt's end: record a failure
+            _LOG.exception("could not record the end of attempt %d of %s/%d", running.attempt,
+                           running.job.job_id, running.idx)
+            self._unrecorded.append((running, f"controller error while recording the end of the task: "
+                                              f"{type(error).__name__}: {error}"))
+            self._retry_unrecorded()
+
+    def _capture(self, running: Running, source: str, line: str) -> None:
+        if running.forgotten:
+            return
+        try:
+            self.logs.add(running.job.job_id, running.idx, running.attempt, source, line)
+        except Exception:  # noqa: BLE001 - a failed flush must not kill the output pump
+            _LOG.exception("could not store output of %s/%d", running.job.job_id, running.idx)
 
     async def _capture_outputs(self, running: Running) -> job_pb2.TaskOutputArchive:
         """Archive what the attempt wrote under ``$IRIS_OUTPUT_DIR`` before its end is recorded,
@@ -238,17 +307,14 @@ class Engine:
                        / running.uid / outputs.ARCHIVE_NAME)
         return await asyncio.to_thread(outputs.capture, running.process.workdir / OUTPUT_DIRNAME, destination)
 
-    def _capture(self, job: JobRow, idx: int, attempt: int, source: str, line: str) -> None:
-        if job.id not in self._forgotten:
-            self.logs.add(job.job_id, idx, attempt, source, line)
-
-    def _spawned(self, job: JobRow, idx: int, attempt: int, pid: int, token: str) -> None:
-        running = self.running.get((job.id, idx))
-        if job.id in self._forgotten:
+    def _spawned(self, running: Running, pid: int, token: str) -> None:
+        job, idx, attempt = running.job, running.idx, running.attempt
+        if running.forgotten:
+            self.store.add_stray(running.uid, pid, pid, token)
             return
         with self.store.transaction():
             self.store.update_attempt(job.job_id, idx, attempt, pid=pid, pgid=pid, proc_start=token)
-            if running is None or running.settled:
+            if running.settled:
                 return
             task = self.store.task(job.job_id, idx)
             if task is not None and task.state == J.TASK_STATE_ASSIGNED:
@@ -259,13 +325,10 @@ class Engine:
 
     # -- attempt outcomes ---------------------------------------------------------------------
     def _attempt_ended(self, running: Running, outcome: Outcome) -> None:
-        self.running.pop((running.job.id, running.idx), None)
-        self._wake.set()
-        self.logs.flush()
-        if running.job.id in self._forgotten:
-            if not any(other.job.id == running.job.id for other in self.running.values()):
-                self._forgotten.discard(running.job.id)
+        if running.forgotten:
+            self.store.remove_stray(running.uid)
             return
+        self.logs.flush()
         job_id, idx = running.job.job_id, running.idx
         with self.store.transaction():
             if running.settled:
@@ -292,6 +355,34 @@ class Engine:
             else:
                 self._task_failed(job, task, outcome)
             self._recompute(job_id)
+
+    def _retry_unrecorded(self) -> None:
+        """End the jobs whose attempt end could not be recorded: FAILED with the reason."""
+        while self._unrecorded:
+            running, reason = self._unrecorded[0]
+            try:
+                self._record_failure(running, reason)
+            except Exception:  # noqa: BLE001 - try again on the next scheduling pass
+                _LOG.exception("could not record the failure of %s/%d; will retry", running.job.job_id, running.idx)
+                return
+            self._unrecorded.pop(0)
+
+    def _record_failure(self, running: Running, reason: str) -> None:
+        job_id, idx = running.job.job_id, running.idx
+        with self.store.transaction():
+            ts = now_ms()
+            self.store.update_attempt(job_id, idx, running.attempt, state=J.TASK_STATE_FAILED, error=reason,
+                                      finished_ms=ts)
+            task, job = self.store.task(job_id, idx), self.store.job(job_id)
+            if task is None or job is None or job.id != running.job.id or task.attempt != running.attempt:
+                return
+            if task.state not in TERMINAL_TASK_STATES:
+                self.store.update_task(job_id, idx, state=J.TASK_STATE_FAILED, error=reason, finished_ms=ts)
+            if job.state not in TERMINAL_JOB_STATES:
+                self.queue.pop(job_id, None)
+                self._deadlines.pop(job_id, None)
+                self.store.update_job(job_id, state=J.JOB_STATE_FAILED, error=reason, finished_ms=ts, exit_code=1)
+                self._stop_tasks(job_id, J.TASK_STATE_KILLED, f"job ended (JOB_STATE_FAILED): {reason}")
 
     def _task_failed(self, job: JobRow, task: TaskRow, outcome: Outcome) -> None:
         failures = task.failure_count + 1
@@ -369,7 +460,7 @@ class Engine:
         attempt whose process is still stopping gets its finish time when the process exits, so
         a crash meanwhile leaves it for ``recover`` to kill."""
         self.store.update_task(job_id, task.idx, state=state, error=reason)
-        running = next((r for r in self.running.values() if r.job.job_id == job_id and r.idx == task.idx), None)
+        running = next(iter(self._live(job_id, task.idx)), None)
         if task.state in ACTIVE_TASK_STATES:
             finished = {} if running else {"finished_ms": now_ms()}
             self.store.update_attempt(job_id, task.idx, task.attempt, state=attempt_state, error=reason, **finished)
@@ -428,6 +519,9 @@ class Engine:
         its unfinished attempts as WORKER_FAILED, and queue the pending tasks again."""
         killed = lost = 0
         with self.store.transaction():
+            for uid, pid, pgid, token in self.store.strays():
+                killed += kill_stale_group(pid, pgid, token)
+                self.store.remove_stray(uid)
             for attempt in self.store.unfinished_attempts():
                 if attempt.pid and attempt.pgid:
                     killed += kill_stale_group(attempt.pid, attempt.pgid, attempt.proc_start)

@@ -31,6 +31,10 @@ class LogBuffer:
         if len(self._rows) >= FLUSH_LINES:
             self.flush()
 
+    def discard(self, job_id: str) -> None:
+        """Drop the job's lines not yet written (its rows were just deleted)."""
+        self._rows = [row for row in self._rows if row[0] != job_id]
+
     def flush(self) -> None:
         """Write the pending lines in one transaction."""
         if self._rows:

@@ -51,6 +51,10 @@ from google.protobuf import json_format
 from fray_jupyter.iris.proto import job_pb2
 
 KILL_GRACE_S: Final[float] = 1.0
+MAX_UNPACKED_BUNDLE_BYTES: Final[int] = 1024 * 1024 * 1024
+"""A bundle (at most 25 MiB zipped) may unpack to at most 1 GiB (a zip bomb is refused)."""
+MAX_BUNDLE_ENTRIES: Final[int] = 50_000
+"""A bundle may hold at most this many entries (files and directories)."""
 MAX_LINE_CHARS: Final[int] = 64 * 1024
 WORKER_ID: Final[str] = "fray-local"
 OUTPUT_DIRNAME: Final[str] = ".iris-outputs"
@@ -107,14 +111,35 @@ def task_environment(
     return env
 
 
+def bundle_limit_error(infos: Sequence[zipfile.ZipInfo]) -> str | None:
+    """Why a bundle with these entries is refused (too many entries, or too large unpacked:
+    ``MAX_BUNDLE_ENTRIES``, ``MAX_UNPACKED_BUNDLE_BYTES``), or None. The unpacked size is the
+    sum of the entries' declared sizes, which ``zipfile`` never lets an entry exceed."""
+    if len(infos) > MAX_BUNDLE_ENTRIES:
+        return (f"bundle has {len(infos)} entries, over the limit of {MAX_BUNDLE_ENTRIES} entries "
+                "(MAX_BUNDLE_ENTRIES); bundle fewer files")
+    unpacked = sum(info.file_size for info in infos)
+    if unpacked > MAX_UNPACKED_BUNDLE_BYTES:
+        return (f"bundle unpacks to {unpacked / 2**20:.1f} MiB, over the limit of "
+                f"{MAX_UNPACKED_BUNDLE_BYTES / 2**20:.0f} MiB unpacked (MAX_UNPACKED_BUNDLE_BYTES); "
+                "bundle fewer or smaller files")
+    return None
+
+
 def prepare_workdir(workdir: Path, bundle: Path | None, files: Mapping[str, bytes]) -> None:
-    """Create ``workdir``, unpack ``bundle`` into it, then write ``files`` (relative paths,
-    validated at submission) over it. Blocking; run it off the event loop."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / OUTPUT_DIRNAME).mkdir(exist_ok=True)
+    """Create ``workdir`` (it must not exist: every attempt gets a fresh one), unpack ``bundle``
+    into it (within ``bundle_limit_error``'s limits, else ``ValueError``), then write ``files``
+    (relative paths, validated at submission) over it. Blocking; run it off the event loop."""
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    workdir.mkdir()
+    (workdir / OUTPUT_DIRNAME).mkdir()
     if bundle is not None:
         with zipfile.ZipFile(bundle) as archive:
-            archive.extractall(workdir)
+            infos = archive.infolist()
+            if (problem := bundle_limit_error(infos)) is not None:
+                raise ValueError(problem)
+            for info in infos:
+                archive.extract(info, workdir)
     for name, content in files.items():
         target = workdir / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -177,6 +202,12 @@ class Attempt:
         self.stop_reason = reason
         if self.pgid is not None:
             self._killer = asyncio.ensure_future(_terminate_group(self.pgid))
+
+    def kill(self) -> None:
+        """SIGKILL the current process group now (shutdown: no grace left)."""
+        self.stop_reason = self.stop_reason or "killed"
+        if self.pgid is not None:
+            _signal_group(self.pgid, signal.SIGKILL)
 
     async def run(self) -> Outcome:
         """Run every step in order; the first non-zero exit ends the attempt."""

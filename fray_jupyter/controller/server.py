@@ -5,7 +5,8 @@ Runs in the foreground: opens the store under the state dir, recovers from the p
 gRPC (grpcio, on its own thread; see ``grpc_server``) on 127.0.0.1 by default, and — only
 once both accept connections — writes the runtime file (mode 0600) and prints one line with
 both URLs. SIGTERM or SIGINT stops both servers, ends running tasks (their state
-says the controller stopped), removes the runtime file and exits 0.
+says the controller stopped), removes the runtime file and exits 0. The process runs with umask
+077 (``PRIVATE_UMASK``), so every file it or a task creates is private to the user.
 
 The bearer token is ``--token``, else ``$FRAY_CONTROLLER_TOKEN``, else a fresh random one;
 the variable is removed from the environment so task processes never inherit it.
@@ -56,6 +57,9 @@ from fray_jupyter.runtime_file import (
 )
 
 TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
+PRIVATE_UMASK: Final[int] = 0o077
+"""Everything the controller and its tasks create (state dir, store, bundles, work dirs, task
+outputs) is private to the user from the first write: dirs 0700, files 0600."""
 DEFAULT_HOST: Final[str] = "127.0.0.1"
 _LOG = logging.getLogger("fray_jupyter.controller")
 
@@ -219,6 +223,7 @@ def serve_iris_local(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point for ``python -m fray_jupyter.controller`` and ``fray-jupyter controller``."""
     args = parse_args(argv)
+    os.umask(PRIVATE_UMASK)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     if args.iris_local:

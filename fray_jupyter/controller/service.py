@@ -10,7 +10,10 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
 * LaunchJob and ``existing_job_policy`` when the name is taken: ERROR → ALREADY_EXISTS;
   KEEP → the existing job if it is unfinished, else it is replaced; RECREATE → the existing
   job is killed (if unfinished) and replaced; UNSPECIFIED → a finished job is replaced, an
-  unfinished one is ALREADY_EXISTS. Replacing deletes the old job's rows and logs.
+  unfinished one is ALREADY_EXISTS. Replacing deletes the old job's rows and logs and inserts
+  the new job in one transaction (a crash leaves either the old job or the new one, whole); the
+  old job's processes still stopping are then the engine's to finish (``Engine.forget``), and
+  the replacement gets a new row id, so nothing of the old run reaches it.
 * ListJobs: ``limit`` 0 or above 500 means 500 (as the real controller); default sort is by
   submission date, newest first; ``state_filter`` that names no state gives an empty page.
 * GetTaskLogs: ``id`` is a job id (all tasks) or a task id (``/<user>/<job>/<index>``,
@@ -71,11 +74,8 @@ class ControllerService:
             self.cluster.check_launch(request)
         job_id = request.name
         existing = self.store.job(job_id)
-        if existing is not None:
-            if self._keep_existing(existing, request.existing_job_policy):
-                return C.LaunchJobResponse(job_id=job_id)
-            self.engine.forget(job_id)
-            self.store.delete_job(job_id)
+        if existing is not None and self._keep_existing(existing, request.existing_job_policy):
+            return C.LaunchJobResponse(job_id=job_id)
         stored = C.LaunchJobRequest()
         stored.CopyFrom(request)
         stored.ClearField("bundle_blob")
@@ -96,7 +96,11 @@ class ControllerService:
             resources=request.resources.SerializeToString(), bundle_path=bundle_path,
         )
         with self.store.transaction():
+            if existing is not None:
+                self.store.delete_job(job_id)
             self.store.insert_job(job)
+        if existing is not None:
+            self.engine.forget(job_id)
         self.engine.submit(job)
         return C.LaunchJobResponse(job_id=job_id)
 
@@ -110,8 +114,6 @@ class ControllerService:
         if policy == J.EXISTING_JOB_POLICY_KEEP:
             return not finished
         if policy == J.EXISTING_JOB_POLICY_RECREATE:
-            if not finished:
-                self.engine.terminate(existing.job_id, "Replaced by new submission")
             return False
         if not finished:
             raise RpcError(Code.ALREADY_EXISTS, f"Job {existing.job_id} already exists and is still running")

@@ -5,6 +5,11 @@ committed transaction survives the controller being killed (even ``kill -9``); o
 loss can drop the last few. The store is used from one thread (the controller's event loop);
 every method is one short statement or one transaction. Log lines arrive in batches
 (``append_logs``) so a chatty task costs one commit per batch, not per line.
+
+Schema versions: ``PRAGMA user_version`` counts the ``MIGRATIONS`` applied; opening a store
+applies the missing ones in order, each in one transaction (a state dir from before versioning
+has version 0 and the baseline tables, which migration 1 leaves as they are). A store newer than
+this code is refused (``SchemaTooNew``) rather than misread.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any, Final
 
 from fray_jupyter.iris.proto import job_pb2
 
-SCHEMA: Final[str] = """
+BASELINE_SCHEMA: Final[str] = """
 CREATE TABLE IF NOT EXISTS jobs (
   id INTEGER PRIMARY KEY,
   job_id TEXT NOT NULL UNIQUE,
@@ -95,6 +100,68 @@ CREATE TABLE IF NOT EXISTS attempt_outputs (
   PRIMARY KEY (job_id, idx, attempt)
 ) WITHOUT ROWID;
 """
+"""Schema version 1: what every state dir made before schema versioning holds (``user_version`` 0)."""
+
+_JOBS_V2: Final[str] = """
+CREATE TABLE jobs_v2 (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  user TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  submitted_ms INTEGER NOT NULL,
+  started_ms INTEGER,
+  finished_ms INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  exit_code INTEGER,
+  status_message TEXT NOT NULL DEFAULT '',
+  replicas INTEGER NOT NULL,
+  coscheduled INTEGER NOT NULL,
+  max_retries_failure INTEGER NOT NULL,
+  max_task_failures INTEGER NOT NULL,
+  timeout_ms INTEGER,
+  scheduling_timeout_ms INTEGER,
+  failure_count INTEGER NOT NULL DEFAULT 0,
+  preemption_count INTEGER NOT NULL DEFAULT 0,
+  request BLOB NOT NULL,
+  resources BLOB NOT NULL,
+  bundle_path TEXT NOT NULL DEFAULT '',
+  cleaned_ms INTEGER
+);
+INSERT INTO jobs_v2 (id, job_id, name, user, state, submitted_ms, started_ms, finished_ms, error, exit_code,
+  status_message, replicas, coscheduled, max_retries_failure, max_task_failures, timeout_ms, scheduling_timeout_ms,
+  failure_count, preemption_count, request, resources, bundle_path)
+SELECT id, job_id, name, user, state, submitted_ms, started_ms, finished_ms, error, exit_code, status_message,
+  replicas, coscheduled, max_retries_failure, max_task_failures, timeout_ms, scheduling_timeout_ms, failure_count,
+  preemption_count, request, resources, bundle_path FROM jobs;
+DROP TABLE jobs;
+ALTER TABLE jobs_v2 RENAME TO jobs;
+CREATE INDEX jobs_by_date ON jobs (submitted_ms, id);
+CREATE INDEX jobs_by_state ON jobs (state, submitted_ms, id);
+CREATE INDEX jobs_by_name ON jobs (name);
+CREATE INDEX jobs_to_clean ON jobs (finished_ms) WHERE cleaned_ms IS NULL;
+CREATE TABLE stray_processes (
+  attempt_uid TEXT PRIMARY KEY,
+  pid INTEGER NOT NULL,
+  pgid INTEGER NOT NULL,
+  proc_start TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+CREATE INDEX logs_by_task ON logs (job_id, idx);
+"""
+"""Schema version 2: job row ids are never reused (AUTOINCREMENT: a replaced job's number never
+names its replacement), ``cleaned_ms`` (when retention removed a finished job's files), and
+``stray_processes`` (process groups of replaced jobs still stopping, killed by ``recover`` after
+a crash)."""
+
+MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2)
+"""Ordered: entry ``n`` takes a store from ``PRAGMA user_version`` ``n`` to ``n + 1``. Append only:
+never edit a released entry (a state dir may have applied it already)."""
+
+SCHEMA_VERSION: Final[int] = len(MIGRATIONS)
+
+
+class SchemaTooNew(RuntimeError):
+    """The store was written by a newer fray-jupyter (its ``user_version`` is above ours)."""
 
 
 @dataclass
@@ -123,6 +190,7 @@ class JobRow:
     request: bytes
     resources: bytes
     bundle_path: str
+    cleaned_ms: int | None = None
 
 
 @dataclass
@@ -185,7 +253,7 @@ _LOG_COLUMNS: Final[str] = _columns(LogRow)
 
 
 class Store:
-    """The controller's tables (see ``SCHEMA``). Methods name what they read or change."""
+    """The controller's tables (see ``MIGRATIONS``). Methods name what they read or change."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -195,7 +263,24 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring the tables to ``SCHEMA_VERSION`` by ``MIGRATIONS``, each in one transaction."""
+        version = self.schema_version()
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(f"{self.path} has schema version {version}, newer than this fray-jupyter's "
+                               f"{SCHEMA_VERSION}: upgrade fray-jupyter or use another --state-dir")
+        for number in range(version, SCHEMA_VERSION):
+            statements = [part.strip() for part in MIGRATIONS[number].split(";\n") if part.strip()]
+            with self.transaction():
+                for statement in statements:
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {number + 1}")
+
+    def schema_version(self) -> int:
+        """``PRAGMA user_version``: how many ``MIGRATIONS`` this store has applied."""
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite)."""
@@ -227,10 +312,32 @@ class Store:
         )
         return job
 
-    def delete_job(self, job_id: str) -> None:
-        """Forget a job with its tasks, attempts and logs."""
+    def delete_job(self, job_id: str) -> list[AttemptRow]:
+        """Forget a job with its tasks, attempts and logs (call inside ``transaction()``). Its
+        unfinished attempts with a process are kept in ``stray_processes`` (for ``recover`` to kill
+        after a crash) and returned."""
+        live = [attempt for attempt in self.attempts(job_id) if attempt.finished_ms is None]
+        for attempt in live:
+            if attempt.pid and attempt.pgid:
+                self.add_stray(attempt.uid, attempt.pid, attempt.pgid, attempt.proc_start)
         for table in ("logs", "attempt_outputs", "attempts", "tasks", "jobs"):
             self._db.execute(f"DELETE FROM {table} WHERE job_id = ?", (job_id,))
+        return live
+
+    # -- stray processes ----------------------------------------------------------------------
+    def add_stray(self, attempt_uid: str, pid: int, pgid: int, proc_start: str) -> None:
+        """Remember the live process group of a replaced job's attempt."""
+        self._db.execute("INSERT OR REPLACE INTO stray_processes (attempt_uid, pid, pgid, proc_start) "
+                         "VALUES (?, ?, ?, ?)", (attempt_uid, pid, pgid, proc_start))
+
+    def remove_stray(self, attempt_uid: str) -> None:
+        """That attempt's processes have exited."""
+        self._db.execute("DELETE FROM stray_processes WHERE attempt_uid = ?", (attempt_uid,))
+
+    def strays(self) -> list[tuple[str, int, int, str]]:
+        """``(attempt uid, pid, pgid, proc_start)`` of every remembered stray process group."""
+        return [tuple(row) for row in self._db.execute(  # type: ignore[misc]
+            "SELECT attempt_uid, pid, pgid, proc_start FROM stray_processes")]
 
     def job(self, job_id: str) -> JobRow | None:
         """The job with this id, or None."""

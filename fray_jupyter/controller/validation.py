@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from typing import Final
 
 from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.runner import bundle_limit_error
 from fray_jupyter.iris.bundle import MAX_BUNDLE_SIZE_BYTES
 from fray_jupyter.iris.proto import controller_pb2
 
@@ -93,9 +94,12 @@ def _validate_bundle(blob: bytes) -> None:
         )
     try:
         with zipfile.ZipFile(io.BytesIO(blob)) as archive:
-            names = archive.namelist()
+            infos = archive.infolist()
     except (zipfile.BadZipFile, ValueError) as error:
         raise RpcError(Code.INVALID_ARGUMENT, f"bundle_blob is not a zip archive: {error}") from None
+    if (problem := bundle_limit_error(infos)) is not None:
+        raise RpcError(Code.INVALID_ARGUMENT, problem)
+    names = [info.filename for info in infos]
     for name in names:
         if PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts:
             raise RpcError(Code.INVALID_ARGUMENT, f"bundle entry {name!r} points outside the work dir")
