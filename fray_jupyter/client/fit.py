@@ -187,10 +187,12 @@ def fit_from(plan: PlanLike, autoscaler: C.GetAutoscalerStatusResponse, workers:
         return Fit("never", routed.reason)
     candidates = tuple(candidate(g) for g in routed.groups)
     open_groups = [c for c in candidates if c.availability in ACCEPTING]
-    if open_groups:
-        return Fit("after-scale-up", f"{open_groups[0].name} can scale up a slice for it", candidates)
-    return Fit("after-scale-up", "every group that can host it is at max_slices; it waits for a slice to free",
-               candidates)
+    reason = (f"{open_groups[0].name} can scale up a slice for it" if open_groups
+              else "every group that can host it is at max_slices; it waits for a slice to free")
+    if any(r.key == "preemptible" and not r.soft for r in effective_rules(request)) and not all(
+            c.capacity_type for c in candidates):
+        reason += f" (if its capacity type is {wanted.replace('_', '-')}: the controller does not say)"
+    return Fit("after-scale-up", reason, candidates)
 
 
 def _independent_room(request: LaunchJobRequest, idle: list[Worker]) -> int:
