@@ -53,6 +53,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("loadext.py", quick_args=("5",), limit=120),
     Bench("controller.py", ("--real-iris", "--ray"), ("--real-iris", "--ray", "--runs", "10"), limit=360),
     Bench("client.py", quick_args=("50",), limit=120),
+    Bench("fit.py", quick_args=("20",), limit=120),
     Bench("sidebar.py", quick_args=("--watch", "70", "--jobs", "20"), limit=300),
 )
 
