@@ -1,13 +1,21 @@
-"""``fray-jupyter``: ``plan`` previews what Iris would receive for a job described by flags;
-``controller`` runs the embedded controller in the foreground."""
+"""``fray-jupyter``: ``plan`` previews what Iris would receive for a job described by flags (``--check``
+also asks a controller whether it fits: exit 3 for never); ``controller`` runs the embedded
+controller in the foreground."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from fray_jupyter.flags import add_job_arguments, command_entrypoint, job_from_args
+from fray_jupyter.flags import add_fit_arguments, add_job_arguments, command_entrypoint, job_from_args
+
+if TYPE_CHECKING:
+    from fray_jupyter.planning import Plan
+
+NEVER_EXIT, UNKNOWN_EXIT = 3, 4
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,8 +32,38 @@ def _plan(args: argparse.Namespace) -> int:
         command = command[1:]
     job = job_from_args(args, command_entrypoint(command or ["true"]), default_name="cli-job")
     result = plan(job, user=args.user)
-    sys.stdout.write(render_json(result) + "\n" if args.json else render_text(result))
-    return 0
+    verdict = _check(result, args.controller) if args.check else None
+    if args.json:
+        document = json.loads(render_json(result))
+        if verdict is not None:
+            document["fit"] = verdict
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(result))
+        if verdict is not None:
+            sys.stdout.write(f"\n{verdict['line']}\n")
+            sys.stdout.writelines(f"  {candidate}\n" for candidate in verdict["candidates"])
+    if verdict is None:
+        return 0
+    return {"never": NEVER_EXIT, "unknown": UNKNOWN_EXIT}.get(str(verdict["verdict"]), 0)
+
+
+def _check(result: Plan, url: str | None) -> dict[str, object]:
+    """``--check``: the fit verdict as plain data; a gang no slice can hold needs no controller."""
+    from fray_jupyter.client import FrayError, connect
+    from fray_jupyter.client.fit import Fit, fit
+
+    if result.errors:
+        verdict = Fit("never", result.errors[0])
+    else:
+        try:
+            with connect(url, start=False, retry_for=0) as client:
+                verdict = fit(result, client)
+        except FrayError as error:
+            reason = f"no controller answered ({' '.join(str(error).split())})"
+            return {"verdict": "unknown", "reason": reason, "line": f"fit: unknown — {reason}", "candidates": []}
+    return {"verdict": verdict.verdict, "reason": verdict.reason, "line": verdict.line,
+            "candidates": [str(c) for c in verdict.candidates]}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_arguments(plan_parser)
     plan_parser.add_argument("--user", help="submitting user (default $IRIS_USER, else your login)")
     plan_parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    add_fit_arguments(plan_parser, submits=False)
     plan_parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the command the job runs")
     plan_parser.set_defaults(run=_plan)
     controller = commands.add_parser("controller", help="run the embedded Iris-compatible controller",

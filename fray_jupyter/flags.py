@@ -51,6 +51,23 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     job.add_argument("--timeout", type=float, metavar="SECONDS", help="per-task time limit")
 
 
+def add_fit_arguments(parser: argparse.ArgumentParser, *, submits: bool) -> None:
+    """The "will it fit?" flags: ``--force`` where a job is submitted (``submits``: the ``%%fray``
+    magic, which refuses a job ``fit()`` calls ``never`` without it), else ``--check`` and
+    ``--controller`` (``fray-jupyter plan``)."""
+    fits = parser.add_argument_group("will it fit?")
+    if submits:
+        fits.add_argument("--force", action="store_true",
+                          help="submit even when the controller's cluster can never place the job (fit: never)")
+        return
+    fits.add_argument("--check", action="store_true",
+                      help="also ask the controller whether the job fits; prints 'fit: now|after-scale-up|never' "
+                           "(exit 3 for never, 4 when no controller answers)")
+    fits.add_argument("--controller", metavar="URL",
+                      help="controller to ask with --check (default: $FRAY_CONTROLLER_URL, else the running "
+                           "embedded controller; none is started)")
+
+
 RESOURCE_FLAGS: Final[dict[str, str]] = {
     "tpu": "--tpu", "gpu": "--gpu", "slices": "--slices", "alternative": "--alternative", "cpu": "--cpu",
     "memory": "--memory", "disk": "--disk", "region": "--region", "any_region": "--any-region", "zone": "--zone",

@@ -96,16 +96,16 @@ def test_capacity_rpcs_describe_the_profile(wire: Wire) -> None:
         "tpu", "v4-32", "us-central2", "available")
     assert v4.slice_state_counts["ready"] == 0 and not v4.slices
     gpu = groups["gpu_h100x8"]
-    assert gpu.slice_state_counts["ready"] == 2 and gpu.availability_status == "at_max_slices"
-    assert [s.state for s in gpu.slices] == ["ready", "ready"] and gpu.slices[0].vms[0].worker_healthy
+    assert gpu.slice_state_counts["ready"] == 4 and gpu.availability_status == "at_max_slices"
+    assert [s.state for s in gpu.slices] == ["ready"] * 4 and gpu.slices[0].vms[0].worker_healthy
     workers = wire.call("ListWorkers", C.ListWorkersRequest()).workers
-    assert [w.worker_id for w in workers] == ["gpu_h100x8-0-w0", "gpu_h100x8-1-w0"]
+    assert [w.worker_id for w in workers] == [f"gpu_h100x8-{i}-w0" for i in range(4)]
     metadata = workers[0].metadata
     assert (metadata.cpu_count, metadata.device.gpu.variant, metadata.device.gpu.count) == (128, "H100", 8)
     assert metadata.attributes["leafgroup"].string_value == "local-leaf-0"
     assert metadata.attributes["scale-group"].string_value == "gpu_h100x8"
     page = wire.call("ListWorkers", C.ListWorkersRequest(query=C.WorkerQuery(limit=1)))
-    assert (len(page.workers), page.total_count, page.has_more) == (1, 2, True)
+    assert (len(page.workers), page.total_count, page.has_more) == (1, 4, True)
 
 
 def test_a_user_profile_changes_what_runs(tmp_path: Path) -> None:

@@ -91,9 +91,9 @@ def test_warm_gpu_workers_hold_a_small_leafgroup_gang() -> None:
     two = request(RC.with_gpu("H100", count=8, replicas=2))
     assert P.route(two, PROFILE).reason is not None  # no 2-VM group for the autoscaler …
     assert W.never_reason(two, PROFILE) is None  # … but two warm workers share leafgroup local-leaf-0
-    four = request(RC.with_gpu("H100", count=8, replicas=4))
-    reason = W.pending_reason(four, PROFILE)
-    assert reason is not None and "need 4 workers in same 'leafgroup' group, largest group has 2" in reason
+    five = request(RC.with_gpu("H100", count=8, replicas=5))
+    reason = W.pending_reason(five, PROFILE)
+    assert reason is not None and "need 5 workers in same 'leafgroup' group, largest group has 4" in reason
 
 
 def test_chip_count_and_cluster_pin_are_invalid_arguments() -> None:

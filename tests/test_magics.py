@@ -109,13 +109,34 @@ def test_dry_run_shows_exactly_the_pickers_preview_and_sends_nothing(ip: Interac
     (output,) = captured.outputs
     html = output.data["text/html"]
     same = plan(picker.job(Entrypoint.from_cell(body)), user=USER)
-    assert html == render_preview_html(same)  # with its style sheet: a dry run's output stands alone
+    fit_line = "fit: after-scale-up — tpu_v5p_8 can scale up a slice for it · tpu_v5p_8 (us-central1, capacity type unknown, 0/? slices ready)"
+    assert html == render_preview_html(same, fit=fit_line)  # with its style sheet: a dry run's output stands alone
+    assert fit_line in output.data["text/plain"]
     assert isinstance(ip.user_ns["planned"], Plan) and ip.user_ns["planned"].request == same.request
     # The picker's own live preview differs only where it runs its command instead of the cell.
     shown = render_preview_html(same, style=False)
     assert shown.split("<h4>Snippets</h4>")[0] == picker.preview.value.split("<h4>Snippets</h4>")[0]
     assert "Replicas" in output.data["text/plain"] and "/tester/dry" in output.data["text/plain"]
     assert all(j.job_id != f"/{USER}/dry" for j in client.list(limit=1000).jobs)
+
+
+def test_a_job_that_never_fits_is_shown_and_refused_unless_forced(ip: InteractiveShell, client: FrayClient) -> None:
+    with capture_output() as captured:
+        fray(ip, "--dry-run --tpu v4-32 --slices 2 --name never-dry", "print(1)\n")
+    (output,) = captured.outputs
+    assert "fit: never — a v4-32 slice has 4 VMs: this 8-task gang can never be placed" in output.data["text/plain"]
+    assert 'class="fray-fit" data-verdict="never"' in output.data["text/html"]
+    with pytest.raises(UsageError, match=r"^%%fray: /tester/never-run would never run on http://127\.0\.0\.1:\d+: "
+                                         r"a v4-32 slice has 4 VMs.*--force submits it anyway"):
+        fray(ip, "--tpu v4-32 --slices 2 --name never-run", "print(1)\n")
+    assert all(j.job_id != f"/{USER}/never-run" for j in client.list(limit=1000).jobs)
+    with pytest.raises(UsageError, match="no scaling group provides device gpu:a100"):
+        fray(ip, "--gpu A100x8 --name never-a100", "print(1)\n")
+    with capture_output():
+        fray(ip, "--tpu v4-32 --slices 2 --name never-forced --force -o forced", "print(1)\n")
+    status = client.status(f"/{USER}/never-forced")
+    assert status.state == job_pb2.JOB_STATE_PENDING and "coschedule_mismatch" in status.pending_reason
+    client.terminate(f"/{USER}/never-forced")
 
 
 def test_resources_may_be_marins_own_resource_config(ip: InteractiveShell) -> None:

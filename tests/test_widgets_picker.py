@@ -102,8 +102,8 @@ def test_gpu_nvl72_racks_and_the_alternatives_offered() -> None:
     picker = _picker()
     _set(picker, kind="gpu", gpu_family="Blackwell", gpu_model="GB200", gpu_count=4, replicas=32)
     html = _ok(picker)
-    assert _card(picker, "fray-group-by") == "nvlink.domain.sliced" and 'data-groups="2"' in html
-    assert "rack 0 · tasks 0-15 · nvlink.domain.sliced, required" in html and "rack 1 · tasks 16-31" in html
+    assert _card(picker, "fray-group-by") == "nvlink.domain.sliced" and 'data-groups="1"' in html
+    assert "tasks 0-31 · one gang on one nvlink.domain.sliced" in html
     boxes = picker.alternatives.gpu
     assert not boxes["GB300"].disabled and boxes["H100"].disabled and boxes["GB200"].layout.display == "none"
     assert "gang by another level than GB200 (nvlink.domain.sliced)" in picker.alternatives.note.value
@@ -130,7 +130,8 @@ def test_tpu_multi_vm_with_several_slices() -> None:
     html = _ok(picker)
     assert (_card(picker, "fray-replicas"), _card(picker, "fray-chips"), _card(picker, "fray-group-by")) == (
         "8", "32", "tpu-name")
-    assert 'data-groups="2"' in html and "slice 1 · tasks 4-7 · tpu-name, required" in html
+    assert 'data-groups="1"' in html and "tasks 0-7 · one gang on one tpu-name · never placed by Iris" in html
+    assert "a v4-32 slice has 4 VMs: this 8-task gang can never be placed by Iris 0.2.227" in html
     assert "<td><code>IRIS_SLICE_COUNT</code></td><td><code>&#x27;2&#x27;</code></td>" in html
     assert "Per task, as sent: 120 cores · 200 GiB RAM · 50 GiB disk · 4 × v4-32" in html
 
@@ -345,9 +346,49 @@ def test_example_notebook_saves_the_preview() -> None:
     previews = [m["state"]["value"] for m in models
                 if m["model_name"] == "HTMLModel" and 'class="fray-preview"' in m["state"].get("value", "")]
     assert len(previews) == 3
-    assert re.search(r'<b class="fray-replicas">16</b>', previews[0]) and 'data-groups="4"' in previews[0]
-    assert "rack 1 · tasks 16-31" in previews[1]
+    assert re.search(r'<b class="fray-replicas">16</b>', previews[0]) and 'data-groups="1"' in previews[0]
+    assert "never placed by Iris" in previews[0]  # v4-32 x 4: one 16-task gang no 4-VM slice holds
+    assert "tasks 0-31 · one gang on one nvlink.domain.sliced" in previews[1]
     assert "<b>GPUs per task</b>: sliced multi-rack placement" in previews[2] and "fray-stale" in previews[2]
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+
+
+# -- the fit line ------------------------------------------------------------------------------------
+def test_fit_line_never_needs_no_controller() -> None:
+    picker = _picker(ResourceConfig.with_tpu("v4-32", slice_count=2), controller="http://127.0.0.1:9")
+    assert picker.fit is not None and picker.fit.verdict == "never"  # shown at once, no thread involved
+    assert 'data-verdict="never"' in picker.fitline.widget.value
+    assert "a v4-32 slice has 4 VMs: this 8-task gang can never be placed" in picker.fitline.widget.value
+
+
+def test_fit_line_says_when_no_controller_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("FRAY_CONTROLLER_URL", raising=False)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    picker = _picker(ResourceConfig.with_tpu("v5p-8"))
+    assert picker.fitline.wait() is None
+    assert "fit: no controller" in picker.fitline.widget.value
+    unreachable = _picker(ResourceConfig.with_tpu("v5p-8"), controller="http://127.0.0.1:9")
+    assert unreachable.fitline.wait() is None and "fit: unknown — " in unreachable.fitline.widget.value
+
+
+def test_fit_line_follows_the_connected_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.controller_harness import start_controller, stop_quietly
+
+    controller = start_controller(tmp_path / "state", "--slots", "2")
+    monkeypatch.setenv("FRAY_CONTROLLER_TOKEN", controller.info.token)
+    try:
+        picker = ResourcePicker(ResourceConfig.with_tpu("v5p-16"), user="alice", controller=controller.info.url)
+        fit = picker.fitline.wait()
+        assert fit is not None and fit.verdict == "after-scale-up"
+        assert "on tpu_v5p_16 (us-central1" in picker.fitline.widget.value
+        picker.value = ResourceConfig.with_tpu("v5p-64")  # still selectable, with one line saying why not
+        fit = picker.fitline.wait()
+        assert fit is not None and fit.verdict == "never" and picker.plan is not None
+        assert "this cluster has no group for v5p-64" in picker.fitline.widget.value
+        picker.value = ResourceConfig.with_tpu("v5p-8", regions=["us-east5"])
+        picker.fitline.wait()
+        assert "this cluster has no group for region us-east5" in picker.fitline.widget.value
+    finally:
+        stop_quietly(controller)

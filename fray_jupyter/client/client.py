@@ -211,6 +211,15 @@ class FrayClient:
         response = self._call("ListJobs", Controller.ListJobsRequest(query=query), Controller.ListJobsResponse)
         return JobPage(tuple(response.jobs), response.total_count, response.has_more)
 
+    def autoscaler_status(self) -> Controller.GetAutoscalerStatusResponse:
+        """The controller's scale groups and their slices (``GetAutoscalerStatus``)."""
+        return self._call("GetAutoscalerStatus", Controller.GetAutoscalerStatusRequest(),
+                          Controller.GetAutoscalerStatusResponse)
+
+    def workers(self) -> Controller.ListWorkersResponse:
+        """Every worker the controller knows, with its metadata and attributes (``ListWorkers``)."""
+        return self._call("ListWorkers", Controller.ListWorkersRequest(), Controller.ListWorkersResponse)
+
     # -- plumbing ------------------------------------------------------------------------------
     def _finished(self, job_id: str) -> bool:
         return is_job_finished(self.state([job_id])[job_id])

@@ -20,6 +20,7 @@ from fray_jupyter.client.errors import JobNotFound
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.magics import settings
 from fray_jupyter.magics.errors import JobFailed, controller_errors
+from fray_jupyter.magics.fitting import check_before_submit
 from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER, usage
 
 if TYPE_CHECKING:
@@ -79,6 +80,19 @@ class FrayMagics(Magics):
             self._clients[resolved] = FrayClient(*resolved)
         return self._clients[resolved]
 
+    def _existing_client(self, url: str | None) -> FrayClient | None:
+        """A client of the chosen controller if one is configured or running (never starts one)."""
+        from fray_jupyter.client.client import FrayClient
+        from fray_jupyter.client.errors import FrayError
+
+        try:
+            resolved = resolve(url or settings.effective(self, "controller_url"), settings.token(self), start=False)
+        except FrayError:
+            return None
+        if resolved not in self._clients:
+            self._clients[resolved] = FrayClient(*resolved)
+        return self._clients[resolved]
+
     def job_id(self, given: str) -> str:
         """A job id as typed: ``/user/name`` as is, a bare name as one of the configured user's jobs."""
         if given.startswith("/"):
@@ -97,10 +111,11 @@ class FrayMagics(Magics):
         args = CELL_PARSER.parse_line(line)
         prepared = cell_plan(args, cell, self.namespace, user=self.user or None)
         if args.dry_run:
-            self._show_plan(prepared, args.output)
+            self._show_plan(prepared, args.output, args.controller)
             return None
         client = self.client(args.controller)
         plan = prepared.plan
+        check_before_submit(plan, client, force=args.force)
         adopted = self._running(client, plan.job_id)
         with controller_errors(f"submitting {plan.job_id}"):
             job_id = client.submit(plan)
@@ -120,13 +135,15 @@ class FrayMagics(Magics):
 
     fray_cell.__doc__ = CELL_PARSER.format_help()
 
-    def _show_plan(self, prepared: CellPlan, output: str | None) -> None:
+    def _show_plan(self, prepared: CellPlan, output: str | None, url: str | None) -> None:
+        from fray_jupyter.magics.fitting import describe, verdict
         from fray_jupyter.views.preview import render_preview_html
         from fray_jupyter.views.text import render_text
 
         plan = prepared.plan
+        fit_line = describe(verdict(plan, None if plan.errors else self._existing_client(url)))
         note = f"{prepared.bundle.note}: {len(prepared.bundle.files)} files\n" if prepared.bundle else ""
-        display({"text/html": render_preview_html(plan), "text/plain": note + render_text(plan)},  # type: ignore[no-untyped-call]
+        display({"text/html": render_preview_html(plan, fit=fit_line), "text/plain": f"{note}{fit_line}\n{render_text(plan)}"},  # type: ignore[no-untyped-call]
                 raw=True)
         if output:
             self.namespace[output] = plan

@@ -15,7 +15,7 @@ from typing import Any, Final, NoReturn
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from fray_jupyter.flags import add_job_arguments
+from fray_jupyter.flags import add_fit_arguments, add_job_arguments
 
 CELL: Final[str] = "%%fray"
 
@@ -96,6 +96,7 @@ def cell_parser() -> FrayParser:
     notebook.add_argument("-o", "--output", metavar="VAR",
                           help="store the job handle (or, with --dry-run, the Plan) in VAR")
     notebook.add_argument("--controller", metavar="URL", help="controller for this cell (http(s):// or grpc://)")
+    add_fit_arguments(parser, submits=True)
     mode = notebook.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the Plan that would be sent; send nothing")
     mode.add_argument("--wait", action="store_true",

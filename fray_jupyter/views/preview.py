@@ -47,6 +47,9 @@ STYLE: Final = """<style>
 .fray-hint{opacity:.75;line-height:1.35;font-size:12px}
 .fray-error{border:1px solid var(--jp-error-color1,#d32f2f);border-left-width:4px;border-radius:4px;padding:6px 10px;
  color:var(--jp-error-color1,#b71c1c);background:var(--jp-error-color3,#fdecea);margin-bottom:8px}
+.fray-fit{margin:6px 0 0}
+.fray-fit[data-verdict="never"]{color:var(--jp-error-color1,#b71c1c)}
+.fray-fit[data-verdict="now"]{color:var(--jp-success-color1,#2e7d32)}
 .fray-stale{opacity:.4;filter:grayscale(1);pointer-events:none}
 .fray-stale-banner{font-weight:600;color:var(--jp-error-color1,#b71c1c);margin:4px 0}
 .fray-invalid input,.fray-invalid textarea,.fray-invalid select{border-color:var(--jp-error-color1,#d32f2f)!important}
@@ -149,11 +152,18 @@ def _request(plan: Plan, previous: Plan | None, request_format: RequestFormat) -
             f"{_highlighted(_request_text(plan, request_format), before)}</pre>")
 
 
+def render_fit(line: str) -> str:
+    """The "will it fit?" line (``fit: <verdict> — <reason>``), styled by its verdict."""
+    verdict = line.removeprefix("fit: ").split(" ", 1)[0]
+    return f'<div class="fray-fit" data-verdict="{escape(verdict)}"><code>{escape(line)}</code></div>'
+
+
 def render_preview_html(plan: Plan, *, previous: Plan | None = None, request_format: RequestFormat = "text",
-                        style: bool = True) -> str:
+                        style: bool = True, fit: str | None = None) -> str:
     """The whole preview for ``plan``; ``previous`` (the plan shown before the last edit) turns on
-    change highlighting; ``request_format`` picks protobuf text or JSON for the request. ``style=False``
-    leaves out the ``STYLE`` sheet, for a page that already has it (a new sheet restyles the page)."""
+    change highlighting; ``request_format`` picks protobuf text or JSON for the request; ``fit`` (a
+    ``fit: …`` line) is shown under the figures. ``style=False`` leaves out the ``STYLE`` sheet, for a
+    page that already has it (a new sheet restyles the page)."""
     if request_format not in ("text", "json"):
         raise ValueError(f"request_format {request_format!r} must be 'text' or 'json'")
     errors = "".join(f'<div class="fray-error fray-placement-error" role="alert">{escape(e)}</div>'
@@ -161,6 +171,7 @@ def render_preview_html(plan: Plan, *, previous: Plan | None = None, request_for
     warnings = ("<h4>Warnings</h4><ul class=\"fray-warnings\">"
                 + "".join(f"<li>{escape(w)}</li>" for w in plan.warnings) + "</ul>") if plan.warnings else ""
     return (f'{STYLE if style else ""}<div class="fray-preview">{_figures(plan)}'
+            f'{render_fit(fit) if fit else ""}'
             f"<h4>Coscheduling</h4>{render_diagram_svg(plan)}{errors}{warnings}"
             f"<h4>Constraints</h4>{_constraints(plan)}<h4>Environment</h4>{_env(plan)}"
             f"<h4>Snippets</h4>{_snippets(plan)}{_request(plan, previous, request_format)}</div>")

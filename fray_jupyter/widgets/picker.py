@@ -3,7 +3,8 @@
 Rule: every change re-reads all controls into a ``JobRequest`` (``form``) and runs ``plan()`` — the
 same Plan submission sends — then renders it with ``views.preview``. Invalid settings show an inline
 error naming the control (and mark it); the last valid preview stays only greyed out under a
-"stale" banner. Nothing raised while reacting to a control reaches the notebook. Seeding
+"stale" banner. Above the preview, ``fitline`` says whether the plan fits the connected cluster
+(non-blocking; "no controller" when none runs). Nothing raised while reacting to a control reaches the notebook. Seeding
 (constructor or ``.value = ...``) sets every control with observers muted, then plans once.
 """
 
@@ -22,6 +23,7 @@ from fray_jupyter.resources.interop import coerce
 from fray_jupyter.resources.job import JobRequest
 from fray_jupyter.views.preview import STYLE, render_error_html, render_preview_html
 from fray_jupyter.widgets.controls import REGION_MODE_HELP, row, section
+from fray_jupyter.widgets.fitline import FitLine
 from fray_jupyter.widgets.form import ALTERNATIVES, ControlError, EntrypointLike, Form
 
 
@@ -38,11 +40,15 @@ class ResourcePicker(widgets.HBox):
     when Iris would reject the job), ``.job()`` the ``JobRequest`` (only a valid one), ``.plan`` the
     Plan for the current settings (None while invalid), ``.error`` why they are invalid.
     ``controls`` holds each control by name, e.g. ``picker.controls.slices.value = 2``.
+    ``controller`` (a URL) is the cluster the fit line asks; by default the one ``%%fray`` would use.
+    ``.fit`` is the latest verdict (None until known).
     """
 
     def __init__(self, resources: ResourceConfig | object | None = None, *, job: JobRequest | object | None = None,
-                 user: str | None = None, **kwargs: Any) -> None:
+                 user: str | None = None, controller: str | None = None, **kwargs: Any) -> None:
         self.form = Form(on_new_box=self._watch)
+        self._controller, self._fit_client = controller, None
+        self.fitline = FitLine(self._client)
         self.controls, self.alternatives = self.form.controls, self.form.alternatives
         self.preview = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.preview.add_class("fray-preview-area")
@@ -94,6 +100,25 @@ class ResourcePicker(widgets.HBox):
         return self._plan
 
     @property
+    def fit(self) -> Any:
+        """The latest ``client.fit.Fit`` for the current plan, or None (no controller, not known yet)."""
+        return self.fitline.fit
+
+    def _client(self) -> Any:
+        """A client of the controller the fit line asks, or None when none is configured or running."""
+        from fray_jupyter.client.client import FrayClient
+        from fray_jupyter.client.discovery import resolve
+        from fray_jupyter.client.errors import FrayError
+
+        try:
+            url, token = resolve(self._controller, None, start=False)
+        except FrayError:
+            return None
+        if self._fit_client is None or self._fit_client.url != url:
+            self._fit_client = FrayClient(url, token, timeout=5, retry_for=0)
+        return self._fit_client
+
+    @property
     def error(self) -> str | None:
         """Why the current settings are invalid ("Control: message"), or None."""
         return self._error
@@ -123,7 +148,7 @@ class ResourcePicker(widgets.HBox):
         return column
 
     def _preview_column(self) -> widgets.VBox:
-        return widgets.VBox([row(self.controls.request_format), self.preview],
+        return widgets.VBox([row(self.controls.request_format), self.fitline.widget, self.preview],
                             layout=widgets.Layout(flex="1 1 440px", min_width="0"))
 
     def _watch(self, key: str, box: widgets.Checkbox) -> None:
@@ -183,6 +208,7 @@ class ResourcePicker(widgets.HBox):
         self._previous, self._plan, self._last_valid, self._error = self._last_valid, new, new, None
         self._mark(None)
         self._last_html = self.preview.value = html
+        self.fitline.update(new)
 
     def _on_format(self, _change: object) -> None:
         if self._plan is None:
@@ -198,6 +224,7 @@ class ResourcePicker(widgets.HBox):
     def _fail(self, error: Exception) -> None:
         named: ControlError = self.form.named(error)
         self._plan, self._error = None, str(named)
+        self.fitline.update(None)
         self._mark(named.control)
         self.preview.value = render_error_html(named.message, control=named.label, stale_html=self._last_html,
                                                style=False)

@@ -1,0 +1,249 @@
+""""Will it fit?" before submit: a job against the shape a controller reports.
+
+``fit(plan, client)`` reads ``GetAutoscalerStatus`` and ``ListWorkers`` (cached ``CACHE_SECONDS``
+per controller) and ``fit_from`` — a pure function of the request and those two responses — applies
+Iris's placement rules (``iris.placement``) to them:
+
+* ``never``: LaunchJob would refuse it (no group with that device / region / zone / capacity type,
+  per-VM resources too small), or the autoscaler can never serve it (a gang no group's slice size
+  equals) and no idle workers share a ``group_by`` value enough — with Iris's reason;
+* ``now``: idle healthy workers can take every task (a gang: enough of them on one ``group_by`` value);
+* ``after-scale-up``: a group can host it and is below its max (or will free a slice: the reason says).
+
+The wire leaves out a group's ``num_vms``, ``max_slices``, zone and capacity type: ``num_vms`` follows
+from a TPU variant's topology (else 1), zone and capacity type from a live worker's attributes, and
+an optional ``ClusterProfile`` (e.g. the one the embedded controller was started with) fills in the
+rest by group name. A capacity type nothing tells is assumed to be what the job asks for, and said so.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol
+
+from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup
+from fray_jupyter.iris.placement import (
+    LaunchJobRequest,
+    effective_rules,
+    gang_error,
+    launch_refusal,
+    resource_fit,
+    route,
+)
+from fray_jupyter.iris.placement_workers import Worker, largest_gang
+from fray_jupyter.iris.proto import controller_pb2, job_pb2, vm_pb2
+from fray_jupyter.resources.tables import TPU_TOPOLOGY_BY_NAME
+
+C = controller_pb2.Controller
+Verdict = Literal["now", "after-scale-up", "never"]
+CACHE_SECONDS: Final[float] = 10.0
+MAX_VERDICTS: Final[int] = 256
+ACCEPTING: Final[frozenset[str]] = frozenset({"available", "cooldown", "requesting", ""})
+
+
+class PlanLike(Protocol):
+    """Anything with the ``LaunchJobRequest`` it would send (a ``Plan``)."""
+
+    @property
+    def request(self) -> LaunchJobRequest: ...
+
+
+class ShapeSource(Protocol):
+    """A controller client that reports its cluster's shape (a ``FrayClient``)."""
+
+    @property
+    def url(self) -> str: ...
+
+    def autoscaler_status(self) -> C.GetAutoscalerStatusResponse: ...
+
+    def workers(self) -> C.ListWorkersResponse: ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A group that can host the job: where it is, what capacity it sells, slices ready of at most
+    ``max_slices`` (None: the controller does not say), and its availability."""
+
+    name: str
+    region: str
+    capacity_type: str
+    ready: int
+    max_slices: int | None
+    availability: str
+
+    def __str__(self) -> str:
+        most = "?" if self.max_slices is None else str(self.max_slices)
+        where = self.region or "no region"
+        return f"{self.name} ({where}, {self.capacity_type or 'capacity type unknown'}, {self.ready}/{most} slices ready)"
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The verdict, Iris's reason (or what will happen), and the candidate groups, best first."""
+
+    verdict: Verdict
+    reason: str
+    candidates: tuple[Candidate, ...] = ()
+
+    @property
+    def line(self) -> str:
+        """``fit: <verdict> — <reason>``: one line for a terminal or a widget."""
+        return f"fit: {self.verdict} — {self.reason}"
+
+
+def _value(proto: job_pb2.AttributeValue) -> str | int | float:
+    if proto.HasField("int_value"):
+        return proto.int_value
+    if proto.HasField("float_value"):
+        return proto.float_value
+    return proto.string_value.strip().lower()
+
+
+def _capacity(preemptible: str | int | float | None) -> str:
+    return {"true": "preemptible", "false": "on_demand"}.get(str(preemptible), "")
+
+
+def _shape(status: vm_pb2.ScaleGroupStatus, live: list[C.WorkerHealthStatus], known: ScaleGroup | None,
+           wanted: str) -> ScaleGroup:
+    """A group as the wire (plus ``known``, a profile's entry) describes it; ``wanted`` fills an
+    unknown capacity type."""
+    attrs = {k: _value(v) for k, v in live[0].metadata.attributes.items()} if live else {}
+    topology = TPU_TOPOLOGY_BY_NAME.get(status.device_variant)
+    meta = live[0].metadata if live else None
+    chips = (meta.device.tpu.count or meta.device.gpu.count) if meta is not None else 0
+    zone = attrs.get("zone")
+    return ScaleGroup(
+        name=status.name,
+        num_vms=known.num_vms if known else topology.vm_count if topology else 1,
+        max_slices=known.max_slices if known else max(1, sum(status.slice_state_counts.values()))
+        if status.availability_status == "at_max_slices" else 1 << 20,
+        buffer_slices=0, priority=known.priority if known else 100,
+        cpu_millicores=known.cpu_millicores if known else (meta.cpu_count * 1000 if meta else 0),
+        memory_bytes=known.memory_bytes if known else (meta.memory_bytes if meta else 0),
+        disk_bytes=known.disk_bytes if known else (meta.disk_bytes if meta else 0),
+        device_type=status.device_type or "cpu", device_variant=status.device_variant,
+        device_count=known.device_count if known else chips or (topology.chips_per_vm if topology else 0),
+        capacity_type=known.capacity_type if known else _capacity(attrs.get("preemptible")) or wanted,
+        region=status.region or (known.region if known else None),
+        zone=str(zone) if zone is not None else (known.zone if known else None),
+    )
+
+
+def _wanted_capacity(request: LaunchJobRequest) -> str:
+    rule = next((r for r in effective_rules(request) if r.key == "preemptible" and not r.soft), None)
+    return "on_demand" if rule is not None and rule.values == ("false",) else "preemptible"
+
+
+def _idle_workers(workers: Iterable[C.WorkerHealthStatus], groups: dict[str, ScaleGroup]) -> list[Worker]:
+    idle = []
+    for w in workers:
+        group = groups.get(w.scale_group)
+        if w.healthy and not w.running_job_ids and group is not None:
+            attrs = {k: _value(v) for k, v in w.metadata.attributes.items()}
+            idle.append(Worker(group, w.metadata.tpu_name or w.worker_id, 0, attrs))
+    return idle
+
+
+def fit_from(plan: PlanLike, autoscaler: C.GetAutoscalerStatusResponse, workers: C.ListWorkersResponse,
+             profile: ClusterProfile | None = None) -> Fit:
+    """The verdict for ``plan`` on the cluster the two responses describe (see the module docstring)."""
+    request = plan.request
+    if error := gang_error(request):
+        return Fit("never", error)
+    wanted = _wanted_capacity(request)
+    by_group: dict[str, list[C.WorkerHealthStatus]] = {}
+    for worker in workers.workers:
+        by_group.setdefault(worker.scale_group, []).append(worker)
+    statuses = {g.name: g for g in autoscaler.status.groups}
+    groups = [_shape(s, by_group.get(s.name, []), profile.group(s.name) if profile else None, wanted)
+              for s in autoscaler.status.groups]
+    shape = ClusterProfile(profile.name if profile else "cluster", tuple(groups))
+    if not groups:
+        return Fit("never", "the controller reports no scale groups (no autoscaler)")
+    if refusal := launch_refusal(request, shape):
+        return Fit("never", refusal.message)
+    idle = _idle_workers(workers.workers, {g.name: g for g in groups})
+    routed = route(request, shape)
+
+    told = {name for name, live in by_group.items() if live} | {g.name for g in (profile.groups if profile else ())}
+
+    def candidate(group: ScaleGroup) -> Candidate:
+        status = statuses[group.name]
+        capacity = group.capacity_type if group.name in told else ""
+        return Candidate(group.name, group.region or "", capacity, status.slice_state_counts["ready"],
+                         profile.group(group.name).max_slices if profile and profile.group(group.name) else None,
+                         status.availability_status)
+
+    gang = request.HasField("coscheduling")
+    ready = largest_gang(request, idle) if gang else _independent_room(request, idle)
+    if ready >= (request.replicas if gang else 1):
+        names = {w.group.name for w in idle}
+        return Fit("now", f"idle workers can take {'the gang' if gang else 'it'} now",
+                   tuple(candidate(g) for g in groups if g.name in names))
+    if routed.reason is not None:
+        return Fit("never", routed.reason)
+    candidates = tuple(candidate(g) for g in routed.groups)
+    open_groups = [c for c in candidates if c.availability in ACCEPTING]
+    reason = (f"{open_groups[0].name} can scale up a slice for it" if open_groups
+              else "every group that can host it is at max_slices; it waits for a slice to free")
+    if any(r.key == "preemptible" and not r.soft for r in effective_rules(request)) and not all(
+            c.capacity_type for c in candidates):
+        reason += f" (if its capacity type is {wanted.replace('_', '-')}: the controller does not say)"
+    return Fit("after-scale-up", reason, candidates)
+
+
+def _independent_room(request: LaunchJobRequest, idle: list[Worker]) -> int:
+    """Idle workers that pass the job's REQUIRED constraints and hold one task each."""
+    rules = [r for r in effective_rules(request) if not r.soft]
+    return sum(1 for w in idle if resource_fit(w.group, request) is None
+               and all(r.matches(w.attributes.get(r.key)) for r in rules))
+
+
+class _Cache:
+    """Per controller URL, the two responses and the verdicts computed from them, at most
+    ``CACHE_SECONDS`` old."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shapes: dict[str, tuple[float, C.GetAutoscalerStatusResponse, C.ListWorkersResponse]] = {}
+        self.verdicts: dict[tuple[str, bytes, str], tuple[float, Fit]] = {}
+
+    def get(self, source: ShapeSource, max_age: float) -> tuple[C.GetAutoscalerStatusResponse, C.ListWorkersResponse]:
+        now = time.monotonic()
+        with self._lock:
+            cached = self._shapes.get(source.url)
+        if cached is not None and now - cached[0] < max_age:
+            return cached[1], cached[2]
+        autoscaler, workers = source.autoscaler_status(), source.workers()
+        with self._lock:
+            self._shapes[source.url] = (now, autoscaler, workers)
+        return autoscaler, workers
+
+    def clear(self) -> None:
+        with self._lock:
+            self._shapes.clear()
+            self.verdicts.clear()
+
+
+CACHE: Final[_Cache] = _Cache()
+
+
+def fit(plan: PlanLike, client: ShapeSource, *, profile: ClusterProfile | None = None,
+        max_age: float = CACHE_SECONDS) -> Fit:
+    """Whether ``plan`` fits the cluster behind ``client`` now, after a scale-up, or never. The
+    controller's shape is fetched at most once per ``max_age`` seconds; a ``FrayError`` from the two
+    reads (no controller, UNIMPLEMENTED on an old one) propagates."""
+    request = plan.request
+    key = (client.url, request.SerializeToString(deterministic=True), profile.name if profile else "")
+    cached = CACHE.verdicts.get(key)
+    if cached is not None and time.monotonic() - cached[0] < max_age:
+        return cached[1]
+    autoscaler, workers = CACHE.get(client, max_age)
+    verdict = fit_from(plan, autoscaler, workers, profile)
+    if len(CACHE.verdicts) >= MAX_VERDICTS:
+        CACHE.verdicts.clear()
+    CACHE.verdicts[key] = (time.monotonic(), verdict)
+    return verdict
