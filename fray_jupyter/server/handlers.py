@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
 import tornado.web
@@ -36,7 +36,7 @@ from fray_jupyter.client import (
 from fray_jupyter.client.client import SORT_FIELDS
 from fray_jupyter.iris.states import JOB_STATES
 from fray_jupyter.iris.user import resolve_user
-from fray_jupyter.server import serialize
+from fray_jupyter.server import contract, serialize
 from fray_jupyter.server.link import ControllerLink
 
 T = TypeVar("T")
@@ -92,7 +92,7 @@ class FrayHandler(APIHandler):
         except FrayError as error:
             raise api_error(error) from None
 
-    def reply(self, body: dict[str, Any]) -> None:
+    def reply(self, body: Mapping[str, object]) -> None:
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(body))
 
@@ -102,7 +102,7 @@ class FrayHandler(APIHandler):
             super().write_error(status_code, **kwargs)
             return
         self.log.warning("fray: %s %s -> %d: %s", self.request.method, self.request.path, status_code, error.message)
-        self.reply({"message": error.message, "code": error.code})
+        self.reply(contract.ApiError(message=error.message, code=error.code))
 
     # -- query parameters -----------------------------------------------------------------------
     def wants_start(self) -> bool:
@@ -139,7 +139,7 @@ class StatusHandler(FrayHandler):
             user: str | None = resolve_user()
         except ValueError:
             user = None
-        self.reply({"url": status.url, "reachable": status.reachable, "error": status.error, "user": user})
+        self.reply(contract.ControllerStatus(url=status.url, reachable=status.reachable, error=status.error, user=user))
 
 
 class JobsHandler(FrayHandler):
@@ -156,8 +156,8 @@ class JobsHandler(FrayHandler):
         name = self.get_query_argument("name", "")
         page = await self.call(lambda client: client.list(
             name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit))
-        self.reply({"jobs": [serialize.job_json(job) for job in page.jobs], "total": page.total,
-                    "has_more": page.has_more})
+        self.reply(contract.JobPage(jobs=[serialize.job_json(job) for job in page.jobs], total=page.total,
+                                    has_more=page.has_more))
 
 
 class JobHandler(FrayHandler):
@@ -166,7 +166,7 @@ class JobHandler(FrayHandler):
     @tornado.web.authenticated
     async def get(self, job_id: str) -> None:
         job, tasks = await self.call(lambda client: (client.status(job_id), client.tasks(job_id)))
-        self.reply({"job": serialize.job_json(job), "tasks": [serialize.task_json(task) for task in tasks]})
+        self.reply(contract.JobDetail(job=serialize.job_json(job), tasks=[serialize.task_json(task) for task in tasks]))
 
 
 class LogsHandler(FrayHandler):
@@ -179,7 +179,7 @@ class LogsHandler(FrayHandler):
         tail = self.choice_arg("tail", "0", ("0", "1", "false", "true")) in ("1", "true")
         max_lines = self.int_arg("max_lines", DEFAULT_LOG_LINES, most=MAX_LOG_LINES) or DEFAULT_LOG_LINES
         page = await self.call(lambda client: client.logs(job_id, cursor=cursor, tail=tail, max_lines=max_lines))
-        self.reply({"entries": [serialize.log_json(entry) for entry in page.entries], "cursor": page.cursor})
+        self.reply(contract.LogPage(entries=[serialize.log_json(entry) for entry in page.entries], cursor=page.cursor))
 
 
 class CancelHandler(FrayHandler):
@@ -192,4 +192,4 @@ class CancelHandler(FrayHandler):
             client.terminate(job_id)
             return client.status(job_id)
         job = await self.call(cancel)
-        self.reply({"job": serialize.job_json(job)})
+        self.reply(contract.CancelResult(job=serialize.job_json(job)))

@@ -1,4 +1,4 @@
-"""Iris status messages → JSON-ready dicts for the REST API.
+"""Iris status messages → the REST API's JSON (the shapes of ``server.contract``).
 
 Rules: states are Iris's names (``iris.states``: ``JOB_STATE_RUNNING`` → ``"running"``, the form
 ``JobQuery.state_filter`` takes); times are epoch milliseconds or None
@@ -7,8 +7,6 @@ as data — the sidebar renders it as text, never as HTML.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
@@ -21,8 +19,8 @@ from fray_jupyter.iris.states import (
     task_index,
     task_state_name,
 )
+from fray_jupyter.server.contract import Job, LogLine, Task
 
-JSON = dict[str, Any]
 
 def epoch_ms(timestamp: Timestamp) -> int | None:
     """The timestamp's epoch milliseconds, None when unset."""
@@ -39,7 +37,7 @@ def device_text(resources: job_pb2.ResourceSpecProto) -> str:
     return "cpu"
 
 
-def job_json(job: job_pb2.JobStatus) -> JSON:
+def job_json(job: job_pb2.JobStatus) -> Job:
     """One job as the list and the detail view show it; ``replicas`` is its task count."""
     user, short_name = job_user_and_name(job.job_id)
     return {
@@ -67,7 +65,7 @@ def job_json(job: job_pb2.JobStatus) -> JSON:
     }
 
 
-def task_json(task: job_pb2.TaskStatus) -> JSON:
+def task_json(task: job_pb2.TaskStatus) -> Task:
     """One task of a job, by index, with its current attempt."""
     return {
         "task_id": task.task_id,
@@ -84,7 +82,7 @@ def task_json(task: job_pb2.TaskStatus) -> JSON:
     }
 
 
-def log_json(entry: LogEntry) -> JSON:
+def log_json(entry: LogEntry) -> LogLine:
     """One log line: which task and attempt wrote it, its cursor (``seq``), time, stream, text."""
     task_id, attempt = split_key(entry.key)
     return {

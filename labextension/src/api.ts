@@ -10,7 +10,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import type { IControllerStatus, IJobDetail, IJobPage, IJobQuery, ILogPage } from './types';
+import type { IApiError, ICancelResult, IControllerStatus, IJobDetail, IJobPage, IJobQuery, ILogPage } from './types';
 
 /** A failed call: `status` 0 when the Jupyter server did not answer at all. */
 export class FrayApiError extends Error {
@@ -47,8 +47,9 @@ async function request<T>(path: string[], init: RequestInit = {}, query: Record<
     body = null;
   }
   if (!response.ok) {
-    const message = body?.message || `${response.status} ${response.statusText}`;
-    throw new FrayApiError(String(message), response.status, String(body?.code ?? 'http_error'));
+    const error = body as Partial<IApiError> | null; // the extension's; the Jupyter server's own may differ
+    const message = error?.message || `${response.status} ${response.statusText}`;
+    throw new FrayApiError(String(message), response.status, String(error?.code ?? 'http_error'));
   }
   return body as T;
 }
@@ -91,6 +92,6 @@ export function getLogs(jobId: string, cursor = 0, options: { tail?: boolean; ma
 }
 
 /** Terminate the job; resolves to its status afterwards. */
-export function cancelJob(jobId: string): Promise<Pick<IJobDetail, 'job'>> {
-  return request<Pick<IJobDetail, 'job'>>(jobPath(jobId, 'cancel'), { method: 'POST' });
+export function cancelJob(jobId: string): Promise<ICancelResult> {
+  return request<ICancelResult>(jobPath(jobId, 'cancel'), { method: 'POST' });
 }

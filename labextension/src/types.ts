@@ -1,6 +1,7 @@
 /**
- * The JSON the server extension answers (`fray_jupyter/server/serialize.py`). Times are epoch
- * milliseconds or null; every string that came from a job is data, to be shown as text.
+ * The JSON the server extension answers: `I<Name>` is `<Name>` of `fray_jupyter/server/contract.py`,
+ * field for field (tests/test_server_contract.py checks it). Times are epoch milliseconds or null;
+ * every string that came from a job is data, to be shown as text.
  */
 
 export interface IJob {
@@ -61,6 +62,10 @@ export interface IJobDetail {
   tasks: ITask[];
 }
 
+export interface ICancelResult {
+  job: IJob;
+}
+
 export interface ILogPage {
   entries: ILogLine[];
   cursor: number;
@@ -73,6 +78,12 @@ export interface IControllerStatus {
   user: string | null;
 }
 
+export interface IApiError {
+  message: string;
+  code: string;
+}
+
+/** The query of `GET /fray/jobs` (a request, not an answer). */
 export interface IJobQuery {
   state?: string;
   name?: string;

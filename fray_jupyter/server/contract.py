@@ -1,0 +1,112 @@
+"""The JSON the server extension answers, once: each REST body as a ``TypedDict``.
+
+Rules: ``serialize`` and the handlers build their answers as these types (``mypy --strict`` checks
+every key and value), and ``labextension/src/types.ts`` declares the same shapes as
+``I<Name>`` interfaces, field for field (``tests/test_server_contract.py`` fails when they
+disagree). Times are epoch milliseconds or null; every string that came from a job is data.
+
+They are ``TypedDict`` rather than pydantic models because the extension only re-shapes Iris
+messages it already trusts: nothing to validate, and importing the server must not load pydantic
+(``tests/test_import_budget.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class Job(TypedDict):
+    """One job as the list and the detail view show it; ``replicas`` is its task count."""
+
+    job_id: str
+    name: str
+    user: str
+    state: str
+    terminal: bool
+    replicas: int
+    completed: int
+    task_state_counts: dict[str, int]
+    failure_count: int
+    preemption_count: int
+    pending_reason: str
+    status_message: str
+    error: str
+    exit_code: int
+    submitted_ms: int | None
+    started_ms: int | None
+    finished_ms: int | None
+    device: str
+    cpu_millicores: int
+    memory_bytes: int
+    disk_bytes: int
+
+
+class Task(TypedDict):
+    """One task of a job, by index, with its current attempt."""
+
+    task_id: str
+    index: int | None
+    state: str
+    attempt: int
+    attempts: int
+    exit_code: int
+    error: str
+    pending_reason: str
+    worker_id: str
+    started_ms: int | None
+    finished_ms: int | None
+
+
+class LogLine(TypedDict):
+    """One log line: which task and attempt wrote it, its cursor (``seq``), time, stream, text."""
+
+    task_id: str
+    attempt: int
+    seq: int
+    time_ms: int | None
+    source: str
+    data: str
+
+
+class JobPage(TypedDict):
+    """``GET /fray/jobs``: one page, the matches before paging, whether more follow."""
+
+    jobs: list[Job]
+    total: int
+    has_more: bool
+
+
+class JobDetail(TypedDict):
+    """``GET /fray/jobs/<id>``: the job and its tasks."""
+
+    job: Job
+    tasks: list[Task]
+
+
+class CancelResult(TypedDict):
+    """``POST /fray/jobs/<id>/cancel``: the job after the cancel."""
+
+    job: Job
+
+
+class LogPage(TypedDict):
+    """``GET /fray/jobs/<id>/logs``: lines after the cursor, and the cursor for the next call."""
+
+    entries: list[LogLine]
+    cursor: int
+
+
+class ControllerStatus(TypedDict):
+    """``GET /fray/status``: the controller's URL, whether it answers, why not, the user."""
+
+    url: str
+    reachable: bool
+    error: str | None
+    user: str | None
+
+
+class ApiError(TypedDict):
+    """Any refused request: a message for the person and a stable ``code``."""
+
+    message: str
+    code: str
