@@ -19,7 +19,9 @@ ALLOWED: Final[dict[str, frozenset[str]]] = {
     "iris": frozenset({"resources", "cluster"}),
     "planning": frozenset({"iris", "resources", "cluster"}),
     "views": frozenset({"planning", "iris", "resources", "cluster"}),
-    "client": frozenset({"iris"}),
+    # the client speaks the wire; it may read the tables and cluster profiles the wire rules use
+    # (client.fit), but never the models or the plan (test_import_budget keeps pydantic out)
+    "client": frozenset({"iris", "cluster", "resources"}),
     "controller": frozenset({"client", "iris", "resources", "cluster"}),
 }
 """Each lower layer (the first part of the module name under ``fray_jupyter``) → the other layers
