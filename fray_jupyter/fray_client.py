@@ -30,7 +30,7 @@ import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import JobAlreadyExists as ControllerJobAlreadyExists
@@ -41,6 +41,9 @@ from fray_jupyter.resources.config import ResourceConfig
 from fray_jupyter.resources.entrypoint import Entrypoint
 from fray_jupyter.resources.interop import coerce
 from fray_jupyter.resources.job import JobRequest, JobStatus
+
+if TYPE_CHECKING:
+    from fray_jupyter.widgets.status import JobStatusPanel
 
 J = job_pb2
 ACTORS_UNSUPPORTED: Final[str] = ("fray-jupyter's client runs jobs only; actors are not supported "
@@ -156,9 +159,11 @@ class FrayJobHandle:
         """``JobHandle.outputs``."""
         return self.handle.outputs(dest)
 
-    def panel(self) -> Any:
-        """``JobHandle.panel``: a live status panel."""
-        return self.handle.panel()
+    def panel(self) -> JobStatusPanel:
+        """A live status panel for the job (``JobStatusPanel.of``)."""
+        from fray_jupyter.widgets.status import JobStatusPanel
+
+        return JobStatusPanel.of(self.handle)
 
 
 class FrayProtocolClient:

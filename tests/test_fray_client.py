@@ -175,6 +175,8 @@ def test_fray_semantics_of_failure_stop_logs_and_names(embedded_client: FrayClie
     assert any("KeyError" in line for line in failing.logs(max_lines=50))
     with pytest.raises(RemoteError, match="no shard 1"):
         failing.result()
+    panel = failing.panel()  # a live panel from the Fray handle
+    assert panel.join(timeout=30) and panel.job_id == failing.job_id and panel.state == "failed"
 
     name = f"sleeper-{uuid.uuid4().hex[:6]}"
     sleeper = client.submit(_marin_job(name, time.sleep, 60))
