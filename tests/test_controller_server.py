@@ -384,6 +384,39 @@ def test_everything_under_the_state_dir_is_private_from_the_first_write(tmp_path
     assert loose == {}
 
 
+ENV_PROBE = ('echo "STARTER=${STARTER_ONLY-unset} LANG=$LANG HOME=$HOME KEEP=${KEEP_ME-unset} '
+             'ALSO=${ALSO_ME-unset} JOB=${JOBVAR-unset}"; echo "PATH=$PATH"; echo "TMPDIR=$TMPDIR"; '
+             'test -d "$TMPDIR" && test -w "$TMPDIR" && echo tmp-ok')
+
+
+def test_tasks_get_a_fixed_base_environment_whoever_started_the_controller(tmp_path: Path) -> None:
+    """Tasks never see the starter's variables (a kernel's or the Jupyter server's): a fixed base
+    (PATH, HOME, LANG, TMPDIR), then the pass-through list, then the job's env, then IRIS_*."""
+    import os
+    import pwd
+    import sys
+
+    starter = {"STARTER_ONLY": "leak", "LANG": "xx_XX.odd", "HOME": str(tmp_path / "not-home"),
+               "PATH": f"/opt/odd:{os.environ['PATH']}", "TMPDIR": str(tmp_path / "odd-tmp"),
+               "KEEP_ME": "kept", "ALSO_ME": "also", "FRAY_CONTROLLER_PASS_ENV": "ALSO_ME, NOT_SET"}
+    controller = start_controller(tmp_path / "state", "--pass-env", "KEEP_ME", env=starter)
+    try:
+        wire = controller.wire()
+        request = launch_request("env", ENV_PROBE)
+        request.environment.env_vars["JOBVAR"] = "from-job"
+        job_id = wire.launch(request)
+        assert wire.wait(job_id, TERMINAL).state == J.JOB_STATE_SUCCEEDED
+        lines = _task_lines(wire, job_id)[f"{job_id}/0"]
+        wire.close()
+    finally:
+        stop_quietly(controller)
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    assert lines[0] == f"STARTER=unset LANG=C.UTF-8 HOME={home} KEEP=kept ALSO=also JOB=from-job"
+    assert lines[1] == f"PATH={Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    tmpdir = lines[2].removeprefix("TMPDIR=")
+    assert tmpdir.startswith(str(tmp_path / "state" / "work")) and lines[3] == "tmp-ok"
+
+
 def test_a_crash_while_a_terminated_task_ignores_sigterm_still_kills_it_on_restart(tmp_path: Path) -> None:
     controller = start_controller(tmp_path / "state")
     wire = controller.wire()

@@ -30,7 +30,7 @@ import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -85,8 +85,10 @@ class Running:
 class Engine:
     """Owns the queue and the running tasks; see the module docstring."""
 
-    def __init__(self, store: Store, work_root: Path, slots: int, cluster: Cluster | None = None) -> None:
+    def __init__(self, store: Store, work_root: Path, slots: int, cluster: Cluster | None = None,
+                 passed_env: Mapping[str, str] | None = None) -> None:
         self.store = store
+        self.passed_env = dict(passed_env or {})
         self.cluster = cluster
         self.work_root = work_root
         self.slots = slots
@@ -241,7 +243,7 @@ class Engine:
         steps.append(list(entrypoint.run_command.argv))
         env = task_environment(
             identity, request.environment.env_vars, request.environment.setup_scripts,
-            request.resources, workdir, self.controller_url, request.bundle_id,
+            request.resources, workdir, self.controller_url, request.bundle_id, self.passed_env,
         )
         process = Attempt(
             steps=steps, workdir=workdir, env=env,

@@ -1,7 +1,8 @@
 """Running one task attempt as local processes, with its output captured line by line.
 
-An attempt runs in its own work dir ``<state dir>/work/job-<n>/<task>.<attempt>`` (the job's
-number, never its name):
+An attempt runs in its own fresh work dir ``<state dir>/work/job-<n>/<task>.<attempt>-<uid>``
+(the job's row number, never its name, and the start of the attempt's uid), with a private
+temporary dir beside it (``….tmp``, ``$TMPDIR``, like the per-task ``/tmp`` of an Iris container):
 the bundle zip (if any) is unpacked there, then ``workdir_files`` are written over it, then
 each ``setup_commands`` entry runs as ``bash -c <command>`` (a failing one fails the attempt)
 and finally ``run_command.argv`` runs. Every process starts in a new session, so it leads its
@@ -9,9 +10,20 @@ own process group; stopping an attempt sends SIGTERM to the group, then SIGKILL 
 ``KILL_GRACE_S``. When the main process exits, whatever it left behind in its group is
 killed too (a task ends with its process, as a container would).
 
-Environment of every process: the controller's own environment, then the job's
-``environment.env_vars``, then these variables (names as a real Iris worker sets them, plus
-two of ours):
+Environment of every process: never the environment of whoever started the controller, but,
+in this order, the fixed base below (``base_environment``), the variables named by the
+controller's pass-through list (``--pass-env`` / ``$FRAY_CONTROLLER_PASS_ENV``, taken from the
+controller's environment), the job's ``environment.env_vars``, then the Iris variables below.
+
+==========================  ===============================================================
+``PATH``                    the directory of the controller's Python, then ``SYSTEM_PATH``
+``HOME``                    the user's home directory (from the password database)
+``LANG``                    ``C.UTF-8``
+``TMPDIR``                  the attempt's private temporary dir (removed with its work dir)
+``PYTHONUNBUFFERED``        ``1``, so Python output reaches the log as it is printed
+==========================  ===============================================================
+
+Iris variables (names as a real Iris worker sets them, plus two of ours):
 
 ==========================  ===============================================================
 ``IRIS_TASK_ID``            ``/<user>/<job>/<index>:<attempt>``
@@ -28,7 +40,6 @@ two of ours):
 ``IRIS_BUNDLE_ID``          the job's ``bundle_id`` (empty without a bundle)
 ``IRIS_JOB_ID``             ``/<user>/<job>`` (ours; Iris has no such variable)
 ``IRIS_TASK_INDEX``         the task's index, ``0 … replicas-1`` (ours)
-``PYTHONUNBUFFERED``        ``1``, so Python output reaches the log as it is printed
 ==========================  ===============================================================
 """
 
@@ -38,6 +49,7 @@ import asyncio
 import contextlib
 import json
 import os
+import pwd
 import signal
 import sys
 import zipfile
@@ -57,6 +69,10 @@ MAX_BUNDLE_ENTRIES: Final[int] = 50_000
 """A bundle may hold at most this many entries (files and directories)."""
 MAX_LINE_CHARS: Final[int] = 64 * 1024
 WORKER_ID: Final[str] = "fray-local"
+SYSTEM_PATH: Final[tuple[str, ...]] = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+"""The system part of a task's ``PATH`` (a Debian-based image's default)."""
+PASS_ENV_VAR: Final[str] = "FRAY_CONTROLLER_PASS_ENV"
+"""Comma-separated names of controller variables tasks also get (as ``--pass-env``)."""
 OUTPUT_DIRNAME: Final[str] = ".iris-outputs"
 """``$IRIS_OUTPUT_DIR`` inside the attempt's work dir (Iris's name on a process worker)."""
 _READ_CHUNK: Final[int] = 64 * 1024
@@ -76,6 +92,39 @@ class TaskIdentity:
     num_tasks: int
 
 
+def task_tmpdir(workdir: Path) -> Path:
+    """The attempt's private ``$TMPDIR``: beside its work dir, removed with it."""
+    return workdir.with_name(f"{workdir.name}.tmp")
+
+
+def _home() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:  # a uid without a passwd entry (some containers)
+        return str(Path.home())
+
+
+def base_environment(workdir: Path) -> dict[str, str]:
+    """The fixed base of every task's environment (the module docstring's first table): the
+    same whoever started the controller."""
+    return {
+        "PATH": os.pathsep.join((str(Path(sys.executable).parent), *SYSTEM_PATH)),
+        "HOME": _home(),
+        "LANG": "C.UTF-8",
+        "TMPDIR": str(task_tmpdir(workdir)),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def pass_through_names(option: Sequence[str], environ: Mapping[str, str]) -> list[str]:
+    """Variable names tasks also get: every ``--pass-env`` value and ``$FRAY_CONTROLLER_PASS_ENV``,
+    each a comma-separated list (blanks ignored), in order, without repeats."""
+    names: list[str] = []
+    for text in (*option, environ.get(PASS_ENV_VAR, "")):
+        names += [name.strip() for name in text.split(",") if name.strip() and name.strip() not in names]
+    return names
+
+
 def task_environment(
     task: TaskIdentity,
     request_env: Mapping[str, str],
@@ -84,9 +133,12 @@ def task_environment(
     workdir: Path,
     controller_url: str,
     bundle_id: str,
+    passed: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment of a task's processes (see the module docstring for the rule)."""
-    env = dict(os.environ)
+    """The environment of a task's processes (see the module docstring for the rule); ``passed``
+    holds the pass-through variables with their values."""
+    env = base_environment(workdir)
+    env.update(passed or {})
     env.update(request_env)
     env.update({
         "IRIS_TASK_ID": f"{task.job_id}/{task.index}:{task.attempt}",
@@ -106,7 +158,6 @@ def task_environment(
         "IRIS_BUNDLE_ID": bundle_id,
         "IRIS_JOB_ID": task.job_id,
         "IRIS_TASK_INDEX": str(task.index),
-        "PYTHONUNBUFFERED": "1",
     })
     return env
 
@@ -132,6 +183,7 @@ def prepare_workdir(workdir: Path, bundle: Path | None, files: Mapping[str, byte
     (relative paths, validated at submission) over it. Blocking; run it off the event loop."""
     workdir.parent.mkdir(parents=True, exist_ok=True)
     workdir.mkdir()
+    task_tmpdir(workdir).mkdir()
     (workdir / OUTPUT_DIRNAME).mkdir()
     if bundle is not None:
         with zipfile.ZipFile(bundle) as archive:

@@ -45,6 +45,7 @@ from fray_jupyter.controller.connect_app import ConnectApp
 from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.grpc_server import GrpcServer
 from fray_jupyter.controller.rpc import invoke_logged
+from fray_jupyter.controller.runner import PASS_ENV_VAR, pass_through_names
 from fray_jupyter.controller.scheduler import default_slots
 from fray_jupyter.controller.service import ControllerService
 from fray_jupyter.controller.store import Store
@@ -87,6 +88,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cluster-config", default=None, metavar="NAME|PATH",
                         help="the cluster whose placement rules apply: 'default' (built in), 'marin' (needs "
                              "marin-iris) or an Iris cluster-config YAML (default: default)")
+    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME[,NAME...]",
+                        help="also give tasks these variables of the controller's environment (repeatable; "
+                             f"added to ${PASS_ENV_VAR}); tasks otherwise get a fixed base environment")
     parser.add_argument("--iris-local", action="store_true",
                         help="run a genuine Iris local cluster (needs marin-iris[controller]) instead")
     parser.add_argument("--iris-workers", type=int, default=None,
@@ -144,7 +148,8 @@ async def serve(args: argparse.Namespace) -> int:
     os.environ.pop(TOKEN_ENV, None)
     cluster = Cluster(load_profile(args.cluster_config))
     store = Store(root / "controller.sqlite3")
-    engine = Engine(store, root / "work", args.slots or default_slots(), cluster)
+    passed = {name: os.environ[name] for name in pass_through_names(args.pass_env, os.environ) if name in os.environ}
+    engine = Engine(store, root / "work", args.slots or default_slots(), cluster, passed)
     recovered = engine.recover()
     invoke = invoke_logged(ControllerService(store, engine, root / "bundles", cluster))
 
