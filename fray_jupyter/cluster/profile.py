@@ -210,7 +210,7 @@ def _needs_expansion(data: Mapping[str, Any]) -> bool:
 def _via_iris(path: Path, name: str) -> ClusterProfile:
     """Load ``path`` with Iris's own ``load_config`` (tpu_pools / zones expansion)."""
     try:
-        from iris.cluster.config import load_config  # type: ignore[import-not-found, unused-ignore]
+        from iris.cluster.config import load_config  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         raise ProfileError(
             f"cluster config {name!r} uses Iris's tpu_pools/zones expansion, which needs marin-iris "

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fray_jupyter import Entrypoint, JobRequest, ResourceConfig as RC, plan
+from fray_jupyter import Entrypoint, JobRequest, plan
+from fray_jupyter import ResourceConfig as RC
 from fray_jupyter.cluster.profile import BUILT_IN, load_profile
 from fray_jupyter.iris import placement as ours
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
