@@ -42,13 +42,13 @@ def _plan(args: argparse.Namespace) -> int:
         sys.stdout.write(render_text(result))
         if verdict is not None:
             sys.stdout.write(f"\n{verdict['line']}\n")
-            sys.stdout.writelines(f"  {candidate}\n" for candidate in verdict["candidates"])
+            sys.stdout.writelines(f"  {candidate}\n" for candidate in verdict["candidates"] or ())
     if verdict is None:
         return 0
     return {"never": NEVER_EXIT, "unknown": UNKNOWN_EXIT}.get(str(verdict["verdict"]), 0)
 
 
-def _check(result: Plan, url: str | None) -> dict[str, object]:
+def _check(result: Plan, url: str | None) -> dict[str, str | list[str]]:
     """``--check``: the fit verdict as plain data; a gang no slice can hold needs no controller."""
     from fray_jupyter.client import FrayError, connect
     from fray_jupyter.client.fit import Fit, fit

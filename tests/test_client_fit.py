@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from fray_jupyter import Entrypoint, JobRequest, ResourceConfig as RC, plan
+from fray_jupyter import Entrypoint, JobRequest, plan
+from fray_jupyter import ResourceConfig as RC
 from fray_jupyter.client import FrayClient, FrayError
 from fray_jupyter.client.fit import CACHE, fit, fit_from
 from fray_jupyter.cluster.profile import load_profile

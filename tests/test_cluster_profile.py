@@ -60,7 +60,8 @@ def test_user_yaml_and_routing_order(tmp_path: Path) -> None:
         "  early: {num_vms: 2, max_slices: 3, priority: 10, resources: {device_type: tpu, device_variant: v5p-16,"
         " device_count: 4, capacity_type: on-demand, ram: 1GB}, slice_template: {gcp: {zone: us-east5-a}}}\n")
     profile = load_profile(path)
-    assert profile.name == "mine" and [g.name for g in profile.groups] == ["early", "late"]
+    assert profile.name == "mine" and [g.name for g in profile.groups] == ["late", "early"]
+    assert [g.name for g in profile.by_priority] == ["early", "late"]
     late = profile.group("late")
     assert late is not None and (late.region, late.zone, late.cpu_millicores, late.memory_bytes) == (
         "US-EAST-04A", "US-EAST-04A", 8000, 1000)
@@ -95,4 +96,4 @@ def test_marin_manifest_expands_through_iris() -> None:
     v4 = [g for g in profile.groups if g.device_variant == "v4-32"]
     assert {(g.num_vms, g.capacity_type, g.region) for g in v4} == {
         (4, "preemptible", "us-central2"), (4, "reserved", "us-central2")}
-    assert profile.groups[0].priority <= profile.groups[-1].priority
+    assert profile.by_priority[0].priority <= profile.by_priority[-1].priority

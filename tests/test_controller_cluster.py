@@ -90,7 +90,7 @@ def test_a_held_gang_times_out_like_any_pending_job(wire: Wire) -> None:
 def test_capacity_rpcs_describe_the_profile(wire: Wire) -> None:
     status = wire.call("GetAutoscalerStatus", C.GetAutoscalerStatusRequest()).status
     groups = {g.name: g for g in status.groups}
-    assert list(groups)[0] == "cpu" and "tpu_v4_32" in groups
+    assert next(iter(groups)) == "cpu" and "tpu_v4_32" in groups
     v4 = groups["tpu_v4_32"]
     assert (v4.device_type, v4.device_variant, v4.region, v4.availability_status) == (
         "tpu", "v4-32", "us-central2", "available")
@@ -130,7 +130,7 @@ def test_a_user_profile_changes_what_runs(tmp_path: Path) -> None:
 def test_an_unreadable_profile_is_one_line(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "fray_jupyter.controller", "--state-dir", str(tmp_path),
                              "--cluster-config", str(tmp_path / "missing.yaml")], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=60, check=False)
     assert result.returncode == 2
     assert result.stderr.strip().startswith("fray controller: cannot read cluster config")
     assert len(result.stderr.strip().splitlines()) == 1

@@ -48,3 +48,9 @@ def test_pending_reason_says_what_it_waits_for() -> None:
 
 def test_default_slots_fit_an_eight_vm_slice() -> None:
     assert default_slots() >= 8
+
+
+def test_a_held_job_never_starts_and_others_run_past_it() -> None:
+    """A job the target cluster can never place (``hold``) keeps its tasks pending; the queue flows past it."""
+    queue = [QueuedJob("/a/held", 1, True, [0, 1], hold="coschedule_mismatch"), QueuedJob("/a/ok", 2, False, [0])]
+    assert [(job.job_id, tasks) for job, tasks in place(queue, 8, {})] == [("/a/ok", [0])]

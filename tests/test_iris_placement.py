@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fray_jupyter import Entrypoint, JobRequest, ResourceConfig as RC, plan
+from fray_jupyter import Entrypoint, JobRequest, plan
+from fray_jupyter import ResourceConfig as RC
 from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup, load_profile
 from fray_jupyter.iris import placement as P
 from fray_jupyter.iris import placement_workers as W

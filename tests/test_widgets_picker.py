@@ -383,6 +383,8 @@ def test_fit_line_follows_the_connected_cluster(tmp_path: Path, monkeypatch: pyt
         fit = picker.fitline.wait()
         assert fit is not None and fit.verdict == "after-scale-up"
         assert "on tpu_v5p_16 (us-central1" in picker.fitline.widget.value
+        assert ("this cluster has tpu v4-32, v4-8, v5p-16, v5p-8, v6e-8 · regions europe-west4, us-central1, "
+                "us-central2") in picker.fitline.widget.value
         picker.value = ResourceConfig.with_tpu("v5p-64")  # still selectable, with one line saying why not
         fit = picker.fitline.wait()
         assert fit is not None and fit.verdict == "never" and picker.plan is not None

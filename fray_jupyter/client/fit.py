@@ -102,7 +102,7 @@ def _value(proto: job_pb2.AttributeValue) -> str | int | float:
     return proto.string_value.strip().lower()
 
 
-def _capacity(preemptible: str | int | float | None) -> str:
+def _capacity(preemptible: str | float | None) -> str:
     return {"true": "preemptible", "false": "on_demand"}.get(str(preemptible), "")
 
 
@@ -173,9 +173,9 @@ def fit_from(plan: PlanLike, autoscaler: C.GetAutoscalerStatusResponse, workers:
     def candidate(group: ScaleGroup) -> Candidate:
         status = statuses[group.name]
         capacity = group.capacity_type if group.name in told else ""
+        known = profile.group(group.name) if profile else None
         return Candidate(group.name, group.region or "", capacity, status.slice_state_counts["ready"],
-                         profile.group(group.name).max_slices if profile and profile.group(group.name) else None,
-                         status.availability_status)
+                         known.max_slices if known else None, status.availability_status)
 
     gang = request.HasField("coscheduling")
     ready = largest_gang(request, idle) if gang else _independent_room(request, idle)

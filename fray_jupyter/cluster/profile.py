@@ -82,11 +82,16 @@ class ScaleGroup:
 
 @dataclass(frozen=True)
 class ClusterProfile:
-    """A cluster's scale groups in routing order (priority, then declaration order)."""
+    """A cluster's scale groups, in declaration order (routing sorts them by ``priority``)."""
 
     name: str
     groups: tuple[ScaleGroup, ...]
     source: str = ""
+
+    @property
+    def by_priority(self) -> tuple[ScaleGroup, ...]:
+        """Routing order: lower ``priority`` first, ties in declaration order."""
+        return tuple(sorted(self.groups, key=lambda g: g.priority))
 
     def group(self, name: str) -> ScaleGroup | None:
         """The group called ``name``, if any."""
@@ -185,11 +190,6 @@ def group_from_mapping(name: str, raw: object) -> ScaleGroup:
     )
 
 
-def _ordered(groups: list[ScaleGroup]) -> tuple[ScaleGroup, ...]:
-    """Routing order: by priority (lower first), ties in declaration order (Python's sort is stable)."""
-    return tuple(sorted(groups, key=lambda g: g.priority))
-
-
 def profile_from_mapping(data: object, *, source: str = "") -> ClusterProfile:
     """A profile from an already-expanded cluster config mapping (``scale_groups`` is required)."""
     if not isinstance(data, Mapping):
@@ -198,7 +198,7 @@ def profile_from_mapping(data: object, *, source: str = "") -> ClusterProfile:
     if not isinstance(raw_groups, Mapping) or not raw_groups:
         raise ProfileError(f"{source or 'cluster config'}: scale_groups must be a non-empty mapping")
     groups = [group_from_mapping(str(name), raw) for name, raw in raw_groups.items()]
-    return ClusterProfile(str(data.get("name") or Path(source).stem or "cluster"), _ordered(groups), source)
+    return ClusterProfile(str(data.get("name") or Path(source).stem or "cluster"), tuple(groups), source)
 
 
 def _needs_expansion(data: Mapping[str, Any]) -> bool:
@@ -210,7 +210,7 @@ def _needs_expansion(data: Mapping[str, Any]) -> bool:
 def _via_iris(path: Path, name: str) -> ClusterProfile:
     """Load ``path`` with Iris's own ``load_config`` (tpu_pools / zones expansion)."""
     try:
-        from iris.cluster.config import load_config  # type: ignore[import-not-found, unused-ignore]
+        from iris.cluster.config import load_config  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         raise ProfileError(
             f"cluster config {name!r} uses Iris's tpu_pools/zones expansion, which needs marin-iris "
@@ -234,7 +234,7 @@ def _via_iris(path: Path, name: str) -> ClusterProfile:
             region=region, zone=zone,
             attributes=MappingProxyType(dict(sg.worker.attributes) if sg.worker is not None else {}),
         ))
-    return ClusterProfile(config.name or path.stem, _ordered(groups), str(path))
+    return ClusterProfile(config.name or path.stem, tuple(groups), str(path))
 
 
 def marin_manifest() -> Path:

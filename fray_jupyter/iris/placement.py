@@ -298,9 +298,10 @@ def route(request: LaunchJobRequest, profile: ClusterProfile) -> Verdict:
     """The autoscaler's static answer for one unit of demand (a gang, or one task): the groups it could
     scale up for it, in routing order, or its ``unmet`` reason (budgets in use are ``fit()``'s concern)."""
     rules = routing_rules(effective_rules(request))
-    matching = [g for g in profile.groups if group_matches(g, rules)]
+    ordered = profile.by_priority
+    matching = [g for g in ordered if group_matches(g, rules)]
     if not matching:
-        return Verdict((), f"no_matching_group: {diagnose(rules, profile.groups)}")
+        return Verdict((), f"no_matching_group: {diagnose(rules, ordered)}")
     size = len(gangs(request)[0].tasks)
     if request.HasField("coscheduling") and not any(g.num_vms == size for g in matching):
         detail = ", ".join(f"{g.name}={g.num_vms}" for g in matching)

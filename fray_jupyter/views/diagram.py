@@ -138,10 +138,10 @@ def render_diagram_svg(plan: Plan) -> str:
     width = min(WIDTH - 2 * PAD, max(tasks_width, 2 * ROW_PAD + round(TITLE_CHAR * len(row.title))))
     height = HEADER + TASK_H + 2 * ROW_PAD
     dash = "" if row.gang else ' stroke-dasharray="5 4"'
-    body = [f'<g class="fray-group" data-gang="{str(row.gang).lower()}">'
-            f'<rect x="{PAD}" y="{y}" width="{width}" height="{height}" rx="6" fill="{row.colour}" '
-            f'fill-opacity="0.12" stroke="{row.colour}"{dash}/>'
-            f'<text x="{PAD + ROW_PAD}" y="{y + 14}" font-weight="600">{escape(row.title)}</text>']
+    body = [(f'<g class="fray-group" data-gang="{str(row.gang).lower()}">'
+             f'<rect x="{PAD}" y="{y}" width="{width}" height="{height}" rx="6" fill="{row.colour}" '
+             f'fill-opacity="0.12" stroke="{row.colour}"{dash}/>'
+             f'<text x="{PAD + ROW_PAD}" y="{y + 14}" font-weight="600">{escape(row.title)}</text>')]
     body += [_task(PAD + ROW_PAD + i * (TASK_W + TASK_GAP), y + HEADER + ROW_PAD, slot, row, plan)
              for i, slot in enumerate(row.slots)]
     body.append("</g>")

@@ -5,8 +5,9 @@ Rules: never blocks the picker — a gang no slice can hold is ``never`` at once
 needed); otherwise the verdict is computed on one background thread (the controller's shape is
 cached ~10 s by ``fit``) and only the newest request's answer is shown. The controller is the one
 the notebook would use (``$FRAY_CONTROLLER_URL`` or the running embedded controller, never started
-here); with none, the line says so. A device or region the cluster has no group for stays
-selectable, with one line saying "this cluster has no group for …".
+here); with none, the line says so. A dim line lists the device types (of the chosen kind) and
+regions the cluster offers; one it has no group for stays selectable, with one line saying "this
+cluster has no group for …".
 """
 
 from __future__ import annotations
@@ -28,13 +29,25 @@ NO_CONTROLLER: Final[str] = ("fit: no controller — start one (`fray-jupyter co
                              "whether this fits a cluster")
 
 
-def offered(client: FrayClient) -> tuple[set[str], set[str]]:
-    """(device variants, regions) the controller's scale groups offer, lowercase (cached with fit's shape)."""
+def offered(client: FrayClient, kind: str = "") -> tuple[set[str], set[str]]:
+    """(device variants of ``kind`` — any kind when empty —, regions) the controller's scale groups
+    offer, variants lowercase (cached with fit's shape)."""
     from fray_jupyter.client.fit import CACHE, CACHE_SECONDS
 
     status, _ = CACHE.get(client, CACHE_SECONDS)
     groups = status.status.groups
-    return {g.device_variant.lower() for g in groups if g.device_variant}, {g.region for g in groups if g.region}
+    variants = {g.device_variant.lower() for g in groups if g.device_variant and g.device_type in (kind or g.device_type)}
+    return variants, {g.region for g in groups if g.region}
+
+
+def catalog(kind: str, variants: set[str], regions: set[str]) -> str:
+    """One line marking what the cluster offers for a kind of device ("tpu", "gpu", "cpu"):
+    "this cluster has tpu v4-32, v5p-8 · regions us-central1"."""
+    where = ", ".join(sorted(regions)) or "none named"
+    if kind == "cpu":
+        return f"this cluster's regions: {where}"
+    shown = ", ".join(sorted(variants)) or "none"
+    return f"this cluster has {kind} {shown} · regions {where}"
 
 
 def missing(plan: Plan, variants: set[str], regions: set[str]) -> list[str]:
@@ -89,13 +102,15 @@ class FitLine:
         try:
             result = fit(plan, client)
             gaps = missing(plan, *offered(client))
+            kind = plan.request.resources.device.WhichOneof("device") or "cpu"
+            marks = catalog(kind, *offered(client, kind))
         except FrayError as error:
             self._show(generation, None, f"fit: unknown — {' '.join(str(error).split())}")
             return
         note = f"this cluster has no group for {', '.join(gaps)}" if gaps else ""
-        self._show(generation, result, note)
+        self._show(generation, result, note, marks)
 
-    def _show(self, generation: int, result: Fit | None, note: str) -> None:
+    def _show(self, generation: int, result: Fit | None, note: str, marks: str = "") -> None:
         with self._lock:
             if generation != self._generation:
                 return
@@ -106,8 +121,9 @@ class FitLine:
             lines.append("on " + ", ".join(str(c) for c in result.candidates[:3]))
         if note:
             lines.append(note)
+        dim = f'<br><span class="fray-hint fray-offered">{escape(marks)}</span>' if marks else ""
         self.widget.value = (f'<div class="fray-fit" data-verdict="{verdict}">'
-                             + "<br>".join(escape(line) for line in lines) + "</div>") if lines else ""
+                             + "<br>".join(escape(line) for line in lines) + dim + "</div>") if lines else ""
 
     def wait(self, timeout: float = 10.0) -> Fit | None:
         """Block until the newest verdict is shown (for tests and scripts); returns it."""

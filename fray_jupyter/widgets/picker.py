@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from fray_jupyter.planning import Plan, plan
+
+if TYPE_CHECKING:
+    from fray_jupyter.client.client import FrayClient
 from fray_jupyter.resources.config import ResourceConfig
 from fray_jupyter.resources.interop import coerce
 from fray_jupyter.resources.job import JobRequest
@@ -47,7 +50,8 @@ class ResourcePicker(widgets.HBox):
     def __init__(self, resources: ResourceConfig | object | None = None, *, job: JobRequest | object | None = None,
                  user: str | None = None, controller: str | None = None, **kwargs: Any) -> None:
         self.form = Form(on_new_box=self._watch)
-        self._controller, self._fit_client = controller, None
+        self._controller = controller
+        self._fit_client: FrayClient | None = None
         self.fitline = FitLine(self._client)
         self.controls, self.alternatives = self.form.controls, self.form.alternatives
         self.preview = widgets.HTML(layout=widgets.Layout(width="100%"))
@@ -104,7 +108,7 @@ class ResourcePicker(widgets.HBox):
         """The latest ``client.fit.Fit`` for the current plan, or None (no controller, not known yet)."""
         return self.fitline.fit
 
-    def _client(self) -> Any:
+    def _client(self) -> FrayClient | None:
         """A client of the controller the fit line asks, or None when none is configured or running."""
         from fray_jupyter.client.client import FrayClient
         from fray_jupyter.client.discovery import resolve
