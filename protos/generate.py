@@ -2,10 +2,13 @@
 
 Usage: ``.venv/bin/python protos/generate.py [--out DIR]`` (default: ``fray_jupyter/iris/proto/``).
 
+Sources: ``protos/iris/*.proto`` (the Iris controller API) and ``protos/finelog/logging.proto``
+(the read side of finelog's log service, written out as ``finelog_logging_pb2.py``).
+
 protoc output is post-processed so the generated modules obey two rules:
 
-* They never import the real ``iris`` package. protoc writes ``from iris import job_pb2``
-  because the sources live under ``protos/iris/``; those imports are rewritten to
+* They never import the real ``iris`` (or ``finelog``) package. protoc writes ``from iris import
+  job_pb2`` because the sources live under ``protos/iris/``; those imports are rewritten to
   ``fray_jupyter.iris.proto``, and the message classes' ``__module__`` is fixed to match.
 * They register their descriptors in the private pool ``fray_jupyter.iris.proto.POOL``
   instead of protobuf's default pool. Our full names (``iris.job.*``, ``iris.cluster.*``)
@@ -40,6 +43,7 @@ PROTO_FILES: tuple[str, ...] = (
     "iris/job.proto",
     "iris/vm.proto",
     "iris/controller.proto",
+    "finelog/logging.proto",
 )
 # Only controller.proto declares a service; protoc's empty *_pb2_grpc.py for the others are dropped.
 GENERATED_FILES: tuple[str, ...] = (
@@ -54,11 +58,18 @@ GENERATED_FILES: tuple[str, ...] = (
     "controller_pb2.py",
     "controller_pb2.pyi",
     "controller_pb2_grpc.py",
+    "finelog_logging_pb2.py",
+    "finelog_logging_pb2.pyi",
 )
+# A generated file's protoc output path (relative to protoc's output dir) when it is not iris/<name>.
+_SOURCES: dict[str, str] = {
+    "finelog_logging_pb2.py": "finelog/logging_pb2.py",
+    "finelog_logging_pb2.pyi": "finelog/logging_pb2.pyi",
+}
 
 _IRIS_IMPORT = re.compile(r"^from iris import (\w+) as ", re.MULTILINE)
-_MODULE_NAME = re.compile(r"'iris\.(\w+_pb2)'")
-_ANY_IRIS_IMPORT = re.compile(r"^\s*(from iris[ .]|import iris\b)", re.MULTILINE)
+_MODULE_NAME = re.compile(r"'(iris|finelog)\.(\w+_pb2)'")
+_ANY_IRIS_IMPORT = re.compile(r"^\s*(from (iris|finelog)[ .]|import (iris|finelog)\b)", re.MULTILINE)
 _POOL_IMPORT_OLD = "from google.protobuf import descriptor_pool as _descriptor_pool\n"
 _POOL_IMPORT_NEW = f"from {PACKAGE} import POOL as _POOL\n"
 _POOL_USE_OLD = "_descriptor_pool.Default().AddSerializedFile("
@@ -79,8 +90,9 @@ def _rewrite_imports(text: str) -> str:
 
 
 def _rewrite_message_module(text: str, name: str) -> str:
-    """Make the ``__module__`` of the built message classes our module path."""
-    text, count = _MODULE_NAME.subn(rf"'{PACKAGE}.\1'", text)
+    """Make the ``__module__`` of the built message classes our module path (``name`` without
+    its suffix)."""
+    text, count = _MODULE_NAME.subn(f"'{PACKAGE}.{name.removesuffix('.py')}'", text)
     if count != 1:
         raise RuntimeError(f"{name}: expected one generated module name, found {count}")
     return text
@@ -125,7 +137,7 @@ def generate(out_dir: Path, *, log: Callable[[str], None] = lambda _: None) -> l
         raw_dir = Path(raw)
         _run_protoc(raw_dir)
         for name in GENERATED_FILES:
-            text = (raw_dir / "iris" / name).read_text(encoding="utf-8")
+            text = (raw_dir / _SOURCES.get(name, f"iris/{name}")).read_text(encoding="utf-8")
             target = out_dir / name
             target.write_text(postprocess(name, text), encoding="utf-8")
             log(f"wrote {target}")

@@ -7,9 +7,10 @@ import gzip
 import json
 
 import httpx
+import zstandard
 from google.protobuf.message import Message
 
-from fray_jupyter.controller.connect_app import ConnectApp
+from fray_jupyter.controller.connect_app import MAX_REQUEST_BYTES, ConnectApp
 from fray_jupyter.controller.rpc import Code, Method, RpcError
 from fray_jupyter.iris.proto import controller_pb2
 
@@ -44,6 +45,17 @@ def test_json_and_proto_codecs() -> None:
     reply = _post(body=gzip.compress(body), headers={**AUTH, "content-type": "application/proto",
                                                      "content-encoding": "gzip"})
     assert C.GetJobStateResponse.FromString(reply.content).states["/a/b"] == 3
+    for compressor in (zstandard.ZstdCompressor(level=-1), zstandard.ZstdCompressor(write_content_size=False)):
+        reply = _post(body=compressor.compress(body), headers={**AUTH, "content-type": "application/proto",
+                                                               "content-encoding": "zstd"})
+        assert C.GetJobStateResponse.FromString(reply.content).states["/a/b"] == 3
+
+
+def test_zstd_bodies_are_capped_and_checked() -> None:
+    proto = {**AUTH, "content-type": "application/proto", "content-encoding": "zstd"}
+    bomb = zstandard.ZstdCompressor().compress(b"\x00" * (MAX_REQUEST_BYTES + 1))
+    assert _error(_post(body=bomb, headers=proto)) == (429, "resource_exhausted")
+    assert _error(_post(body=b"not zstd", headers=proto)) == (400, "invalid_argument")
 
 
 def _error(reply: httpx.Response) -> tuple[int, str]:
@@ -61,6 +73,9 @@ def test_errors_follow_the_connect_protocol() -> None:
     assert _error(_post(body=b"xx", headers={**proto, "content-encoding": "gzip"})) == (400, "invalid_argument")
     assert _error(_post(headers={**proto, "content-encoding": "br"})) == (501, "unimplemented")
     assert _error(_post("/iris.cluster.ControllerService/Nope", headers=proto)) == (501, "unimplemented")
+    unsupported = _post("/proxy/system.log-server/finelog.stats.StatsService/Query", headers=proto)
+    assert _error(unsupported) == (501, "unimplemented")
+    assert "no SQL query surface" in unsupported.json()["message"]
     assert _error(_post(verb="GET", headers=proto)) == (405, "unimplemented")
     not_found = C.GetJobStateRequest(job_ids=["/boom"]).SerializeToString()
     assert _error(_post(body=not_found, headers=proto)) == (404, "not_found")

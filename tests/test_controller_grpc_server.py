@@ -4,6 +4,7 @@ codes, and accepting calls does not wait for the controller's loop to come round
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
 import time
@@ -15,7 +16,7 @@ import pytest
 from google.protobuf.message import Message
 
 from fray_jupyter.controller.grpc_server import THREAD_NAME, GrpcServer
-from fray_jupyter.controller.rpc import METHODS, Code, Method, RpcError
+from fray_jupyter.controller.rpc import METHODS, Authenticator, Code, Method, RpcError
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 
 C = controller_pb2.Controller
@@ -31,11 +32,12 @@ def _state_of(method: Method, request: Message) -> Message:
     return C.GetJobStateResponse(states={job_id: job_pb2.JOB_STATE_RUNNING for job_id in request.job_ids})
 
 
-def _serve(invoke: Callable[[Method, Message], Message], body: Callable[[str], Awaitable[T]]) -> T:
+def _serve(invoke: Callable[[Method, Message], Message], body: Callable[[str], Awaitable[T]],
+           auth: Authenticator | str = TOKEN) -> T:
     """Run ``body(target)`` on a fresh loop that serves ``invoke`` over gRPC."""
 
     async def main() -> T:
-        server = GrpcServer(invoke, TOKEN)
+        server = GrpcServer(invoke, auth)
         port = await server.start("127.0.0.1", 0)
         try:
             return await body(f"127.0.0.1:{port}")
@@ -71,18 +73,47 @@ def test_the_core_runs_on_the_controller_loop_and_errors_keep_their_codes() -> N
 
     async def body(target: str) -> None:
         assert dict((await asyncio.to_thread(_call, target, ["/a/b"])).states) == {"/a/b": 3}
+        # no token: this process is the server's own OS user, calling over loopback
+        assert dict((await asyncio.to_thread(_call, target, ["/c/d"], None)).states) == {"/c/d": 3}
         for job_ids, token, path, code, words in (
             (["/missing"], TOKEN, None, grpc.StatusCode.NOT_FOUND, "Job /missing not found"),
-            (["/a/b"], None, None, grpc.StatusCode.UNAUTHENTICATED, "authorization"),
             (["/a/b"], "wrong", None, grpc.StatusCode.UNAUTHENTICATED, "invalid bearer token"),
             (["/a/b"], TOKEN, "/iris.cluster.ControllerService/Nope", grpc.StatusCode.UNIMPLEMENTED, ""),
+            (["/a/b"], TOKEN, "/iris.cluster.ControllerService/ListWorkers", grpc.StatusCode.UNIMPLEMENTED,
+             "ListWorkers is not served by the embedded fray-jupyter controller: it has no workers"),
         ):
             with pytest.raises(grpc.RpcError) as caught:
                 await asyncio.to_thread(_call, target, job_ids, token, path)
             assert caught.value.code() == code and words in (caught.value.details() or "")
 
     _serve(invoke, body)
-    assert threads == [threading.main_thread().name, threading.main_thread().name]
+    assert threads == [threading.main_thread().name] * 3
+
+
+@pytest.mark.parametrize("same_user", [True, False])
+def test_tokenless_calls_need_the_same_user_and_the_same_user_mode(same_user: bool) -> None:
+    """Without a token a call is let in only when its socket belongs to the server's own uid (here:
+    this process) and same-user mode is on; ``owner_of`` stands in for the kernel's answer."""
+    owners: list[int | None] = []
+
+    def owner_of(peer: tuple[str, int], port: int) -> int | None:
+        assert peer[0] == "127.0.0.1" and port > 0
+        return owners.pop(0)
+
+    async def body(target: str) -> list[bool]:
+        results = []
+        for owner in (os.geteuid(), os.geteuid() + 1, None):
+            owners.append(owner)
+            try:
+                await asyncio.to_thread(_call, target, ["/a/b"], None)
+                results.append(True)
+            except grpc.RpcError as error:
+                assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+                results.append(False)
+        return results
+
+    auth = Authenticator(TOKEN, same_user=same_user, owner_of=owner_of)
+    assert _serve(_state_of, body, auth) == ([True, False, False] if same_user else [False, False, False])
 
 
 def test_garbage_bytes_are_invalid_argument() -> None:

@@ -333,13 +333,21 @@ def test_a_huge_declared_length_is_refused_before_the_body(controller: Controlle
     assert time.monotonic() - started < 2
 
 
-def test_a_huge_declared_length_without_a_token_is_unauthenticated(controller: ControllerProcess) -> None:
+@pytest.mark.parametrize("authorization", ["Bearer wrong-token", None])
+def test_a_huge_declared_length_is_refused_before_the_body(controller: ControllerProcess,
+                                                           authorization: str | None) -> None:
+    """A wrong token is refused (401) and the controller's own user, who needs no token, is told
+    the size (429), both without waiting for the trillion bytes."""
     port = int(controller.info.url.rsplit(":", 1)[1])
+    header = f"Authorization: {authorization}\r\n" if authorization else ""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
-        connection.sendall(f"POST {BY_NAME['LaunchJob'].path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        connection.sendall(f"POST {BY_NAME['LaunchJob'].path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{header}"
                            f"Content-Type: application/proto\r\nContent-Length: {10**12}\r\n\r\n".encode())
         head = _read_response(connection)
-    assert head.startswith(b"HTTP/1.1 401 ") and b"unauthenticated" in head, head
+    if authorization:
+        assert head.startswith(b"HTTP/1.1 401 ") and b"unauthenticated" in head, head
+    else:
+        assert head.startswith(b"HTTP/1.1 429 ") and b"resource_exhausted" in head, head
 
 
 # -- gRPC: raw bytes and oversize messages ------------------------------------------------------------

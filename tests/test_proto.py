@@ -167,6 +167,7 @@ def test_controller_service_methods() -> None:
         "GetJobStatus",
         "GetJobState",
         "TerminateJob",
+        "CompleteJob",
         "ListJobs",
         "GetTaskStatus",
         "ListTasks",

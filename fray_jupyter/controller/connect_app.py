@@ -2,12 +2,15 @@
 
 ``POST /iris.cluster.ControllerService/<Method>`` with ``Content-Type: application/proto``
 (binary protobuf) or ``application/json`` (protobuf JSON mapping: camelCase names, enums by
-name, 64-bit integers as strings — what a real Iris controller sends). A request body may be
-``Content-Encoding: gzip``. Every RPC needs ``Authorization: Bearer <token>``, checked before
-the body is read. A body over ``MAX_REQUEST_BYTES`` (declared, received, or once unzipped) is
-``resource_exhausted``. Errors follow the Connect protocol: an HTTP status and a JSON body
+name, 64-bit integers as strings — what a real Iris controller sends); finelog's
+``FetchLogs`` is also served at the path a real controller proxies it under (see ``rpc``). A
+request body may be ``Content-Encoding: gzip`` or ``zstd`` (finelog's client always sends
+zstd). Every RPC passes ``rpc.Authenticator`` (the bearer token, or a tokenless loopback
+caller of the controller's own OS user) before the body is read. A body over
+``MAX_REQUEST_BYTES`` (declared, received, or once decompressed) is ``resource_exhausted``. Errors follow the Connect protocol: an HTTP status and a JSON body
 ``{"code": "<code>", "message": "..."}`` (401 ``unauthenticated``, 400 ``invalid_argument``,
-404 ``not_found``, 409 ``already_exists``, ...). ``GET /health`` answers ``{"status": "ok"}``
+404 ``not_found``, 409 ``already_exists``, 501 ``unimplemented`` with one line saying why for
+Iris RPCs this controller cannot serve, ...). ``GET /health`` answers ``{"status": "ok"}``
 without a token, so a client can tell a live controller from a stale address.
 
 Why not connect-python's ``ConnectASGIApplication``: it decodes the body before any
@@ -20,15 +23,17 @@ and it measured faster (see ``bench/controller.py``).
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
+import zstandard
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from fray_jupyter.controller.rpc import METHODS_BY_PATH, Code, Invoke, RpcError, check_bearer, decode
+from fray_jupyter.controller.rpc import METHODS_BY_PATH, Authenticator, Code, Invoke, RpcError, decode, unimplemented
 
 MAX_REQUEST_BYTES: Final[int] = 32 * 1024 * 1024
 _CODECS: Final[dict[str, str]] = {"application/proto": "proto", "application/json": "json"}
@@ -46,11 +51,12 @@ def encode(codec: str, message: Message) -> bytes:
 
 
 class ConnectApp:
-    """ASGI app serving ``METHODS`` through ``invoke`` for callers holding ``token``."""
+    """ASGI app serving ``METHODS`` through ``invoke`` for the callers ``auth`` lets in (a bare
+    token means ``Authenticator(token)``)."""
 
-    def __init__(self, invoke: Invoke, token: str) -> None:
+    def __init__(self, invoke: Invoke, auth: Authenticator | str) -> None:
         self.invoke = invoke
-        self.token = token
+        self.auth = auth if isinstance(auth, Authenticator) else Authenticator(auth)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -73,12 +79,14 @@ class ConnectApp:
             return 200, "application/json", b'{"status":"ok"}'
         method = METHODS_BY_PATH.get(path)
         if method is None:
-            raise RpcError(Code.UNIMPLEMENTED, f"no such method: {path}")
+            raise unimplemented(path)
         if verb != "POST":
             message = {"code": Code.UNIMPLEMENTED.connect_name, "message": f"{verb} is not supported; use POST"}
             return 405, "application/json", json.dumps(message).encode()
         headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-        check_bearer(headers.get("authorization"), self.token)
+        client, server = scope.get("client"), scope.get("server")
+        self.auth.check(headers.get("authorization"), tuple(client) if client else None,
+                        server[1] if server else None)
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         codec = _CODECS.get(media_type)
         if codec is None:
@@ -112,13 +120,28 @@ def _decompress(body: bytes, encoding: str) -> bytes:
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         return body
+    if encoding == "zstd":
+        return _unzstd(body)
     if encoding != "gzip":
-        raise RpcError(Code.UNIMPLEMENTED, f"unsupported content-encoding {encoding!r}: use gzip or identity")
+        raise RpcError(Code.UNIMPLEMENTED, f"unsupported content-encoding {encoding!r}: use gzip, zstd or identity")
     try:
         decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
         data = decompressor.decompress(body, MAX_REQUEST_BYTES + 1)
     except (zlib.error, gzip.BadGzipFile) as error:
         raise RpcError(Code.INVALID_ARGUMENT, f"bad gzip body: {error}") from None
+    if len(data) > MAX_REQUEST_BYTES:
+        raise RpcError(Code.RESOURCE_EXHAUSTED, f"request larger than {MAX_REQUEST_BYTES} bytes")
+    return data
+
+
+def _unzstd(body: bytes) -> bytes:
+    """Decompress a zstd body (frames with or without a content size), refusing more than
+    ``MAX_REQUEST_BYTES`` of output."""
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body)) as reader:
+            data = reader.read(MAX_REQUEST_BYTES + 1)
+    except zstandard.ZstdError as error:
+        raise RpcError(Code.INVALID_ARGUMENT, f"bad zstd body: {error}") from None
     if len(data) > MAX_REQUEST_BYTES:
         raise RpcError(Code.RESOURCE_EXHAUSTED, f"request larger than {MAX_REQUEST_BYTES} bytes")
     return data

@@ -125,6 +125,20 @@ class Engine:
             self._stop_tasks(job_id, J.TASK_STATE_KILLED, reason)
             self._recompute(job_id)
 
+    def complete(self, job_id: str, reason: str) -> None:
+        """Mark every unfinished task of the job SUCCEEDED (stopping its processes), then the
+        job itself: Iris's CompleteJob."""
+        with self.store.transaction():
+            self._stop_tasks(job_id, J.TASK_STATE_SUCCEEDED, reason)
+            job = self.store.job(job_id)
+            if job is None or job.state in TERMINAL_JOB_STATES:
+                return
+            self._deadlines.pop(job_id, None)
+            ts = now_ms()
+            started = {} if job.started_ms is not None else {"started_ms": ts}
+            self.store.update_job(job_id, state=J.JOB_STATE_SUCCEEDED, finished_ms=ts, error="", exit_code=0,
+                                  **started)
+
     def forget(self, job_id: str) -> None:
         """Drop a job whose rows the caller has just deleted (``Store.delete_job``, same event
         loop turn): unqueue it, drop its buffered output, stop its processes."""

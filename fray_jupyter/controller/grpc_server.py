@@ -1,9 +1,11 @@
 """The native gRPC transport: grpcio's asyncio server on its own thread, port and event loop.
 
-Methods are served at their gRPC paths (``/iris.cluster.ControllerService/<Method>``) as raw
-bytes, so this module checks ``authorization: Bearer <token>`` metadata before parsing and
+Methods are served at their gRPC paths (``/iris.cluster.ControllerService/<Method>``,
+``/finelog.logging.LogService/FetchLogs``) as raw bytes, so this module lets the caller in
+(``rpc.Authenticator``: ``authorization: Bearer <token>`` metadata, or a tokenless loopback
+caller of the controller's own OS user, found from ``context.peer()``) before parsing and
 answers unparseable bytes with INVALID_ARGUMENT (grpcio's own deserializer would say
-INTERNAL). Messages up to ``MAX_MESSAGE_BYTES`` are accepted, so an oversized bundle gets the
+INTERNAL). Iris RPCs the controller cannot serve answer UNIMPLEMENTED with one line saying why. Messages up to ``MAX_MESSAGE_BYTES`` are accepted, so an oversized bundle gets the
 controller's clear INVALID_ARGUMENT rather than a transport error.
 
 Threading rule: the transport (accepting calls, the token check, parsing, serializing) runs on
@@ -32,14 +34,17 @@ import grpc
 from google.protobuf.message import Message
 from grpc import aio
 
+from fray_jupyter.controller.peer import parse_grpc_peer
 from fray_jupyter.controller.rpc import (
     METHODS_BY_PATH,
+    UNSUPPORTED,
+    Authenticator,
     Code,
     Invoke,
     Method,
     RpcError,
-    check_bearer,
     decode,
+    unimplemented,
 )
 
 MAX_MESSAGE_BYTES: Final[int] = 32 * 1024 * 1024
@@ -48,24 +53,40 @@ _LOG = logging.getLogger(__name__)
 
 
 class _Handlers(grpc.GenericRpcHandler):
-    """Serves ``METHODS`` on the transport's loop; ``call_core`` runs ``invoke`` on the core loop."""
+    """Serves ``METHODS`` on the transport's loop; ``call_core`` runs ``invoke`` on the core loop.
+    ``port`` is the port the server listens on (the local end of every call)."""
 
-    def __init__(self, call_core: Callable[[Method, Message], Awaitable[Message]], token: str) -> None:
+    def __init__(self, call_core: Callable[[Method, Message], Awaitable[Message]], auth: Authenticator,
+                 port: Callable[[], int]) -> None:
         self._call_core = call_core
-        self._token = token
+        self._auth = auth
+        self._port = port
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[bytes, bytes] | None:
-        method = METHODS_BY_PATH.get(handler_call_details.method)
+        path = handler_call_details.method
+        method = METHODS_BY_PATH.get(path)
         if method is None:
-            return None
+            if path not in UNSUPPORTED:
+                return None
+            return grpc.unary_unary_rpc_method_handler(self._refuse(path))
         return grpc.unary_unary_rpc_method_handler(self._unary(method))
+
+    @staticmethod
+    def _refuse(path: str) -> Callable[[bytes, aio.ServicerContext[bytes, bytes]], Awaitable[bytes]]:
+        async def handle(body: bytes, context: aio.ServicerContext[bytes, bytes]) -> bytes:
+            error = unimplemented(path)
+            await context.abort(error.code.grpc_code, error.message)
+            raise AssertionError("unreachable")
+
+        return handle
 
     def _unary(self, method: Method) -> Callable[[bytes, aio.ServicerContext[bytes, bytes]], Awaitable[bytes]]:
         async def handle(body: bytes, context: aio.ServicerContext[bytes, bytes]) -> bytes:
             metadata = {key.lower(): value for key, value in context.invocation_metadata() or ()}
             try:
                 authorization = metadata.get("authorization")
-                check_bearer(authorization if isinstance(authorization, str) else None, self._token)
+                self._auth.check(authorization if isinstance(authorization, str) else None,
+                                 parse_grpc_peer(context.peer() or ""), self._port())
                 response = await self._call_core(method, decode(method, "proto", body))
                 return response.SerializeToString()
             except RpcError as error:
@@ -76,14 +97,16 @@ class _Handlers(grpc.GenericRpcHandler):
 
 
 class GrpcServer:
-    """The gRPC transport for ``invoke`` (called on the loop that ran ``start``) and ``token``.
+    """The gRPC transport for ``invoke`` (called on the loop that ran ``start``), letting in
+    the callers ``auth`` accepts (a bare token means ``Authenticator(token)``).
 
     ``start`` binds and serves on a new thread; ``stop`` ends the calls in flight (after a
     grace period) and joins the thread. Both are awaited on the controller's loop."""
 
-    def __init__(self, invoke: Invoke, token: str) -> None:
+    def __init__(self, invoke: Invoke, auth: Authenticator | str) -> None:
         self._invoke = invoke
-        self._token = token
+        self._auth = auth if isinstance(auth, Authenticator) else Authenticator(auth)
+        self._port = 0
         self._core: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested: asyncio.Event | None = None
@@ -137,13 +160,14 @@ class GrpcServer:
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.so_reuseport", 0),
         ])
-        server.add_generic_rpc_handlers((_Handlers(self._call_core, self._token),))
+        server.add_generic_rpc_handlers((_Handlers(self._call_core, self._auth, lambda: self._port),))
         try:  # grpcio raises RuntimeError for a taken port (older versions returned 0)
             bound = server.add_insecure_port(f"{host}:{port}")
         except RuntimeError:
             bound = 0
         if bound == 0:
             raise OSError(f"cannot bind the gRPC server to {host}:{port}: address in use or unavailable")
+        self._port = bound
         await server.start()
         started.set_result(bound)
         await self._stop_requested.wait()

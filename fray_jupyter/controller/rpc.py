@@ -1,11 +1,22 @@
 """What both transports share: status codes, the typed ``RpcError``, the method table, the
-bearer-token check and request decoding.
+caller check (``Authenticator``) and request decoding.
 
 The service core raises ``RpcError(Code.X, message)``; the Connect transport turns it into an
 HTTP status plus ``{"code": "<connect name>", "message": ...}``, the gRPC transport into the
-matching ``grpc.StatusCode``. ``METHODS`` lists every RPC of ``iris.cluster.ControllerService``
-that the embedded controller serves, with its request and response types, so neither
-transport repeats the list.
+matching ``grpc.StatusCode``. ``METHODS`` lists every RPC the embedded controller serves, with
+its request and response types and the paths it answers at, so neither transport repeats the
+list: the job-facing RPCs of ``iris.cluster.ControllerService``, and finelog's
+``LogService.FetchLogs``, which a real Iris controller proxies at
+``/proxy/system.log-server/finelog.logging.LogService/FetchLogs`` (the path Marin's client
+reads logs from) and which is served here from the controller's own log store. Iris RPCs the
+embedded controller cannot serve (workers, endpoints, budgets, raw SQL, ...) are listed in
+``UNSUPPORTED`` and answered UNIMPLEMENTED with one line saying why.
+
+Who may call (``Authenticator``): a caller with ``authorization: Bearer <token>`` holding the
+controller's token; or a caller with no ``authorization`` header at all whose TCP connection
+comes over loopback from a socket owned by the controller's own OS user (``peer``: a real Iris
+trusts loopback; here other local users share 127.0.0.1, so only the user who could read the
+token from the runtime file anyway is trusted). A wrong token is always refused.
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ import enum
 import hmac
 import json
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -21,12 +33,18 @@ from typing import TYPE_CHECKING, Final
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 
-from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.controller import peer as peer_module
+from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
 
 if TYPE_CHECKING:
     import grpc
 
 SERVICE_NAME: Final[str] = "iris.cluster.ControllerService"
+ENDPOINT_SERVICE: Final[str] = "iris.cluster.EndpointService"
+LOG_SERVICE: Final[str] = "finelog.logging.LogService"
+STATS_SERVICE: Final[str] = "finelog.stats.StatsService"
+LOG_SERVER_PROXY: Final[str] = "system.log-server"
+"""The endpoint name a real Iris controller proxies finelog under (``/proxy/<name>/...``)."""
 _LOG = logging.getLogger(__name__)
 
 _C = controller_pb2.Controller
@@ -85,24 +103,34 @@ class RpcError(Exception):
 
 @dataclass(frozen=True)
 class Method:
-    """One unary RPC: its name, message types and the service-core attribute serving it."""
+    """One unary RPC: its name, message types, the service-core attribute serving it, its
+    service, and the ``/proxy/<name>`` prefix a real Iris controller serves it under (if any)."""
 
     name: str
     request: type[Message]
     response: type[Message]
     handler: str
+    service: str = SERVICE_NAME
+    proxy: str = ""
 
     @property
     def path(self) -> str:
-        """``/iris.cluster.ControllerService/<name>``, the URL path and gRPC method path."""
-        return f"/{SERVICE_NAME}/{self.name}"
+        """``/<service>/<name>``, the URL path and gRPC method path."""
+        return f"/{self.service}/{self.name}"
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path the method answers at: ``path``, and ``/proxy/<proxy><path>`` if proxied."""
+        return (self.path, f"/proxy/{self.proxy}{self.path}") if self.proxy else (self.path,)
 
 
+_F = finelog_logging_pb2
 METHODS: Final[tuple[Method, ...]] = (
     Method("LaunchJob", _C.LaunchJobRequest, _C.LaunchJobResponse, "launch_job"),
     Method("GetJobStatus", _C.GetJobStatusRequest, _C.GetJobStatusResponse, "get_job_status"),
     Method("GetJobState", _C.GetJobStateRequest, _C.GetJobStateResponse, "get_job_state"),
     Method("TerminateJob", _C.TerminateJobRequest, job_pb2.Empty, "terminate_job"),
+    Method("CompleteJob", _C.CompleteJobRequest, job_pb2.Empty, "complete_job"),
     Method("ListJobs", _C.ListJobsRequest, _C.ListJobsResponse, "list_jobs"),
     Method("GetTaskStatus", _C.GetTaskStatusRequest, _C.GetTaskStatusResponse, "get_task_status"),
     Method("ListTasks", _C.ListTasksRequest, _C.ListTasksResponse, "list_tasks"),
@@ -110,21 +138,84 @@ METHODS: Final[tuple[Method, ...]] = (
     Method("ListWorkers", _C.ListWorkersRequest, _C.ListWorkersResponse, "list_workers"),
     Method("GetAutoscalerStatus", _C.GetAutoscalerStatusRequest, _C.GetAutoscalerStatusResponse,
            "get_autoscaler_status"),
+    Method("FetchLogs", _F.FetchLogsRequest, _F.FetchLogsResponse, "fetch_logs", LOG_SERVICE, LOG_SERVER_PROXY),
 )
-METHODS_BY_PATH: Final[dict[str, Method]] = {method.path: method for method in METHODS}
+METHODS_BY_PATH: Final[dict[str, Method]] = {path: method for method in METHODS for path in method.paths}
+
+# Why the embedded controller cannot serve an Iris RPC: one line per kind of missing machinery.
+_NO_WORKERS = "it has no workers (tasks run as processes on this machine, not on registered workers)"
+_NO_ENDPOINTS = "it has no endpoint registry or actor proxy (jobs cannot register or look up endpoints)"
+_NO_BUDGETS = "it has no users, budgets or priority bands (every caller is this machine's user)"
+_NO_SQL = "it has no SQL query surface (use job/task listings and logs instead)"
+_NO_CLUSTER = "it has no autoscaler, backends, peers or checkpoints (it is one machine)"
+_NO_CONTAINERS = "its tasks are plain processes, not containers (no exec, profiling or process inspection)"
+_NO_KICK = "it does not force task attempts out of band (use `iris job cancel` to stop a job)"
+_NO_LOG_WRITES = "task output is captured by the controller itself; nothing is pushed to it"
+_UNSUPPORTED_BY_SERVICE: Final[dict[str, dict[str, str]]] = {
+    SERVICE_NAME: {
+        "KickTasks": _NO_KICK, "Register": _NO_WORKERS, "RenewWorkerToken": _NO_WORKERS,
+        "GetWorkerStatus": _NO_WORKERS, "MintEndpointToken": _NO_ENDPOINTS, "ListUsers": _NO_BUDGETS, "ProfileTask": _NO_CONTAINERS,
+        "ExecInContainer": _NO_CONTAINERS, "BeginCheckpoint": _NO_CLUSTER, "GetProcessStatus": _NO_CONTAINERS,
+        "GetCurrentUser": _NO_BUDGETS, "GetKubernetesClusterStatus": _NO_CLUSTER, "ExecuteRawQuery": _NO_SQL,
+        "SetUserBudget": _NO_BUDGETS, "GetUserBudget": _NO_BUDGETS, "ListUserBudgets": _NO_BUDGETS,
+        "GetSchedulerState": _NO_CLUSTER, "ListBackends": _NO_CLUSTER, "ListPeers": _NO_CLUSTER,
+        "FederationSync": _NO_CLUSTER,
+    },
+    ENDPOINT_SERVICE: {name: _NO_ENDPOINTS for name in ("RegisterEndpoint", "UnregisterEndpoint", "ListEndpoints")},
+    LOG_SERVICE: {"PushLogs": _NO_LOG_WRITES},
+    STATS_SERVICE: {name: _NO_SQL for name in (
+        "RegisterTable", "WriteRows", "Query", "DropTable", "ListNamespaces", "GetTableSchema", "GetTableStatus",
+        "AbortTableMigration", "ReportRelayStatus", "ListRelayStatus")},
+}
+UNSUPPORTED: Final[dict[str, str]] = {
+    path: f"{name} is not served by the embedded fray-jupyter controller: {reason}"
+    for service, methods in _UNSUPPORTED_BY_SERVICE.items() for name, reason in methods.items()
+    for path in (f"/{service}/{name}", f"/proxy/{LOG_SERVER_PROXY}/{service}/{name}")
+}
+"""Path → the one-line UNIMPLEMENTED message for Iris RPCs the embedded controller cannot serve
+(at their own path and, like the log service, under the log server's proxy prefix)."""
+
+
+def unimplemented(path: str) -> RpcError:
+    """The UNIMPLEMENTED error for a path no method answers at."""
+    return RpcError(Code.UNIMPLEMENTED, UNSUPPORTED.get(path, f"no such method: {path}"))
+
 
 BEARER_PREFIX: Final[str] = "Bearer "
+Peer = tuple[str, int]
+"""A connection's remote end: (host, port)."""
 
 
-def check_bearer(header: str | None, token: str) -> None:
-    """Accept only ``authorization: Bearer <token>`` with exactly the controller's token
-    (compared in constant time); anything else is UNAUTHENTICATED."""
-    if not header:
-        raise RpcError(Code.UNAUTHENTICATED, "missing 'authorization: Bearer <token>' header")
-    if not header.startswith(BEARER_PREFIX) or not hmac.compare_digest(
-        header[len(BEARER_PREFIX):].strip().encode(), token.encode()
-    ):
-        raise RpcError(Code.UNAUTHENTICATED, "invalid bearer token")
+class Authenticator:
+    """Decides who may call (see the module docstring): the ``token`` holder, and — unless
+    ``same_user`` is False — tokenless loopback callers whose socket belongs to this process's
+    effective uid. ``owner_of(peer, local_port)`` finds a socket's owner (``peer.socket_owner``)."""
+
+    def __init__(self, token: str, *, same_user: bool = True,
+                 owner_of: Callable[[Peer, int], int | None] = peer_module.socket_owner) -> None:
+        self.token = token
+        self.same_user = same_user
+        self._owner_of = owner_of
+        self._uid = os.geteuid() if hasattr(os, "geteuid") else -1
+
+    def check(self, header: str | None, peer: Peer | None = None, local_port: int | None = None) -> None:
+        """Accept or raise UNAUTHENTICATED. ``header`` is the ``authorization`` value (None when
+        absent or empty), ``peer`` the caller's (host, port) and ``local_port`` the port it called.
+        The token is compared in constant time."""
+        if not header:
+            if self.same_user and peer is not None and local_port is not None and self._is_own(peer, local_port):
+                return
+            raise RpcError(Code.UNAUTHENTICATED, "missing 'authorization: Bearer <token>' header"
+                           + (" (without one, only this controller's own OS user is let in, over loopback)"
+                              if self.same_user else ""))
+        if not header.startswith(BEARER_PREFIX) or not hmac.compare_digest(
+            header[len(BEARER_PREFIX):].strip().encode(), self.token.encode()
+        ):
+            raise RpcError(Code.UNAUTHENTICATED, "invalid bearer token")
+
+    def _is_own(self, peer: Peer, local_port: int) -> bool:
+        return self._uid >= 0 and peer_module.is_loopback(peer[0]) and self._owner_of(peer, local_port) == self._uid
+
 
 
 Invoke = Callable[[Method, Message], Message]

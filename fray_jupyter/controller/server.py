@@ -9,7 +9,10 @@ says the controller stopped), removes the runtime file and exits 0. The process 
 077 (``PRIVATE_UMASK``), so every file it or a task creates is private to the user.
 
 The bearer token is ``--token``, else ``$FRAY_CONTROLLER_TOKEN``, else a fresh random one;
-the variable is removed from the environment so task processes never inherit it.
+the variable is removed from the environment so task processes never inherit it. Callers
+without a token are let in when they connect over loopback from a socket of this process's own
+OS user (as Marin's ``FrayIrisClient`` does; see ``rpc.Authenticator``), unless
+``--require-token``.
 
 ``--iris-local`` runs a genuine Iris local cluster (``iris_local``) instead, in the foreground
 the same way: once it answers, the runtime file gets its URL with an empty ``grpc_url`` (it
@@ -44,7 +47,7 @@ from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.connect_app import ConnectApp
 from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.grpc_server import GrpcServer
-from fray_jupyter.controller.rpc import invoke_logged
+from fray_jupyter.controller.rpc import Authenticator, invoke_logged
 from fray_jupyter.controller.runner import PASS_ENV_VAR, pass_through_names
 from fray_jupyter.controller.scheduler import default_slots
 from fray_jupyter.controller.service import ControllerService
@@ -91,6 +94,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pass-env", action="append", default=[], metavar="NAME[,NAME...]",
                         help="also give tasks these variables of the controller's environment (repeatable; "
                              f"added to ${PASS_ENV_VAR}); tasks otherwise get a fixed base environment")
+    parser.add_argument("--require-token", action="store_true",
+                        help="refuse calls without the token even from your own OS user (default: your own "
+                             "processes on loopback need none, as with a real Iris)")
     parser.add_argument("--iris-local", action="store_true",
                         help="run a genuine Iris local cluster (needs marin-iris[controller]) instead")
     parser.add_argument("--iris-workers", type=int, default=None,
@@ -101,6 +107,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.iris_local:
         unsupported = [flag for flag, value in (("--grpc-port", args.grpc_port), ("--slots", args.slots),
                                                 ("--token", args.token)) if value is not None]
+        if args.require_token:
+            unsupported.append("--require-token")
         if args.host not in (None, DEFAULT_HOST):
             unsupported.append("--host")
         if unsupported:
@@ -155,11 +163,12 @@ async def serve(args: argparse.Namespace) -> int:
 
     http_socket = _bind(args.host, args.port)
     url = f"http://{_url_host(args.host)}:{http_socket.getsockname()[1]}"
-    grpc = GrpcServer(invoke, token)
+    auth = Authenticator(token, same_user=not args.require_token)
+    grpc = GrpcServer(invoke, auth)
     grpc_port = await grpc.start(args.host, args.grpc_port)
     grpc_url = f"grpc://{_url_host(args.host)}:{grpc_port}"
     engine.controller_url = url
-    config = uvicorn.Config(ConnectApp(invoke, token), lifespan="off", log_level="warning", access_log=False,
+    config = uvicorn.Config(ConnectApp(invoke, auth), lifespan="off", log_level="warning", access_log=False,
                             timeout_keep_alive=75, loop="none", http="auto")
     http = _Uvicorn(config)
 

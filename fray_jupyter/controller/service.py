@@ -16,6 +16,9 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
   the replacement gets a new row id, so nothing of the old run reaches it.
 * ListJobs: ``limit`` 0 or above 500 means 500 (as the real controller); default sort is by
   submission date, newest first; ``state_filter`` that names no state gives an empty page.
+* CompleteJob: every unfinished task becomes SUCCEEDED (its processes are stopped), then the
+  job; a finished job is left as it is.
+* FetchLogs (finelog's log service, as a real controller proxies it): see ``logservice``.
 * GetTaskLogs: ``id`` is a job id (all tasks) or a task id (``/<user>/<job>/<index>``,
   optionally ``:<attempt>``). Lines come back grouped per task, in capture order. The
   response ``cursor`` is the resume point: passing it back returns only lines captured
@@ -33,9 +36,10 @@ from typing import Any, Final, cast
 from fray_jupyter.controller import validation, views
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine, now_ms
+from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import JobRow, Store
-from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
 from fray_jupyter.iris.states import JOB_STATE_SORT_ORDER, TERMINAL_JOB_STATES, job_state_from_name, task_id_for
 
 C = controller_pb2.Controller
@@ -65,6 +69,7 @@ class ControllerService:
         self.engine = engine
         self.bundle_dir = bundle_dir
         self.cluster = cluster
+        self.log_service = LogService(store)
 
     # -- jobs -----------------------------------------------------------------------------------
     def launch_job(self, request: C.LaunchJobRequest) -> C.LaunchJobResponse:
@@ -148,6 +153,13 @@ class ControllerService:
         job = self._job(request.job_id)
         if job.state not in TERMINAL_JOB_STATES:
             self.engine.terminate(job.job_id, "Terminated by user")
+        return J.Empty()
+
+    def complete_job(self, request: C.CompleteJobRequest) -> J.Empty:
+        """Mark the job and its unfinished tasks SUCCEEDED; a finished job is left as it is."""
+        job = self._job(request.job_id)
+        if job.state not in TERMINAL_JOB_STATES:
+            self.engine.complete(job.job_id, "Completed by user")
         return J.Empty()
 
     def list_jobs(self, request: C.ListJobsRequest) -> C.ListJobsResponse:
@@ -237,6 +249,9 @@ class ControllerService:
         if self.cluster is None:
             raise RpcError(Code.UNIMPLEMENTED, "this controller has no cluster profile (no autoscaler)")
         return self.cluster.autoscaler_status(request)
+    def fetch_logs(self, request: finelog_logging_pb2.FetchLogsRequest) -> finelog_logging_pb2.FetchLogsResponse:
+        """finelog's FetchLogs over the controller's log store (see ``logservice``)."""
+        return self.log_service.fetch_logs(request)
 
     # -- lookups --------------------------------------------------------------------------------
     def _job(self, job_id: str) -> JobRow:

@@ -15,7 +15,7 @@ this code is refused (``SchemaTooNew``) rather than misread.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -500,6 +500,22 @@ class Store:
         sql += f" ORDER BY id {'DESC' if newest else 'ASC'} LIMIT ?"
         rows = [LogRow(*row) for row in self._db.execute(sql, [*params, limit])]
         return rows[::-1] if newest else rows
+
+    def query_logs(self, where: str, params: Sequence[Any], limit: int, *, newest: bool) -> list[LogRow]:
+        """Up to ``limit`` lines matching the SQL condition ``where`` (built by the caller from
+        fixed fragments, values in ``params``), in id order; ``newest`` picks the last ``limit``."""
+        sql = (f"SELECT {_LOG_COLUMNS} FROM logs WHERE {where} "
+               f"ORDER BY id {'DESC' if newest else 'ASC'} LIMIT ?")
+        rows = [LogRow(*row) for row in self._db.execute(sql, [*params, limit])]
+        return rows[::-1] if newest else rows
+
+    def job_ids_where(self, where: str, params: Sequence[Any]) -> list[str]:
+        """Ids of the jobs matching the SQL condition ``where`` (see ``query_logs``)."""
+        return [row[0] for row in self._db.execute(f"SELECT job_id FROM jobs WHERE {where}", params)]
+
+    def define_function(self, name: str, arity: int, function: Callable[..., Any]) -> None:
+        """Make a deterministic Python function callable from SQL as ``name``."""
+        self._db.create_function(name, arity, function, deterministic=True)
 
     def last_log_id(self, job_id: str) -> int:
         """The id of the job's newest line (0 when it has none)."""

@@ -31,6 +31,7 @@ from google.protobuf.internal import api_implementation
 from google.protobuf.message import Message
 
 from fray_jupyter.iris.proto import controller_pb2 as ours_controller
+from fray_jupyter.iris.proto import finelog_logging_pb2 as ours_finelog
 from fray_jupyter.iris.proto import job_pb2 as ours_job
 from fray_jupyter.iris.proto import logging_pb2 as ours_logging
 from fray_jupyter.iris.proto import time_pb2 as ours_time
@@ -48,13 +49,15 @@ theirs_job = pytest.importorskip("iris.rpc.job_pb2", reason=_NEEDS_IRIS)
 theirs_time = pytest.importorskip("iris.rpc.time_pb2", reason=_NEEDS_IRIS)
 theirs_logging = pytest.importorskip("iris.rpc.iris_logging_pb2", reason=_NEEDS_IRIS)
 theirs_vm = pytest.importorskip("iris.rpc.vm_pb2", reason=_NEEDS_IRIS)
+theirs_finelog = pytest.importorskip("finelog.rpc.logging_pb2", reason=_NEEDS_IRIS)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUR_FILES: tuple[FileDescriptor, ...] = tuple(
-    module.DESCRIPTOR for module in (ours_time, ours_logging, ours_job, ours_vm, ours_controller)
+    module.DESCRIPTOR for module in (ours_time, ours_logging, ours_job, ours_vm, ours_controller, ours_finelog)
 )
 THEIR_POOL = theirs_controller.DESCRIPTOR.pool
-assert all(module.DESCRIPTOR.pool is THEIR_POOL for module in (theirs_job, theirs_time, theirs_logging, theirs_vm))
+assert all(module.DESCRIPTOR.pool is THEIR_POOL
+           for module in (theirs_job, theirs_time, theirs_logging, theirs_vm, theirs_finelog))
 
 # Declared by us but absent from the installed Iris: the log RPC of older controllers
 # (GetTaskLogs), which the current controller replaced by a separate log service. We keep it
@@ -161,6 +164,13 @@ def test_enum_matches_iris(full_name: str) -> None:
     assert theirs is not None
     ours = [(v.name, v.number) for v in OUR_ENUMS[full_name].values]
     assert ours == [(v.name, v.number) for v in theirs.values]
+
+
+def test_log_service_fetch_logs_matches_finelog() -> None:
+    ours = ours_finelog.DESCRIPTOR.services_by_name["LogService"].methods_by_name["FetchLogs"]
+    theirs = THEIR_POOL.FindServiceByName("finelog.logging.LogService").methods_by_name["FetchLogs"]
+    assert (ours.full_name, ours.input_type.full_name, ours.output_type.full_name) == (
+        theirs.full_name, theirs.input_type.full_name, theirs.output_type.full_name)
 
 
 def test_service_methods_match_iris() -> None:

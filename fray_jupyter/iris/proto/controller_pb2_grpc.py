@@ -56,6 +56,11 @@ class ControllerServiceStub:
                 request_serializer=iris_dot_controller__pb2.Controller.TerminateJobRequest.SerializeToString,
                 response_deserializer=iris_dot_job__pb2.Empty.FromString,
                 _registered_method=True)
+        self.CompleteJob = channel.unary_unary(
+                '/iris.cluster.ControllerService/CompleteJob',
+                request_serializer=iris_dot_controller__pb2.Controller.CompleteJobRequest.SerializeToString,
+                response_deserializer=iris_dot_job__pb2.Empty.FromString,
+                _registered_method=True)
         self.ListJobs = channel.unary_unary(
                 '/iris.cluster.ControllerService/ListJobs',
                 request_serializer=iris_dot_controller__pb2.Controller.ListJobsRequest.SerializeToString,
@@ -111,6 +116,12 @@ class ControllerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def TerminateJob(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompleteJob(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -174,6 +185,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
             'TerminateJob': grpc.unary_unary_rpc_method_handler(
                     servicer.TerminateJob,
                     request_deserializer=iris_dot_controller__pb2.Controller.TerminateJobRequest.FromString,
+                    response_serializer=iris_dot_job__pb2.Empty.SerializeToString,
+            ),
+            'CompleteJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompleteJob,
+                    request_deserializer=iris_dot_controller__pb2.Controller.CompleteJobRequest.FromString,
                     response_serializer=iris_dot_job__pb2.Empty.SerializeToString,
             ),
             'ListJobs': grpc.unary_unary_rpc_method_handler(
@@ -315,6 +331,33 @@ class ControllerService:
             target,
             '/iris.cluster.ControllerService/TerminateJob',
             iris_dot_controller__pb2.Controller.TerminateJobRequest.SerializeToString,
+            iris_dot_job__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompleteJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/CompleteJob',
+            iris_dot_controller__pb2.Controller.CompleteJobRequest.SerializeToString,
             iris_dot_job__pb2.Empty.FromString,
             options,
             channel_credentials,

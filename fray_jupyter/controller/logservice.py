@@ -1,0 +1,144 @@
+"""finelog's ``LogService.FetchLogs`` over the controller's own log store.
+
+A real Iris controller keeps task output in finelog and proxies its log service at
+``/proxy/system.log-server/finelog.logging.LogService/FetchLogs``; Marin's ``iris`` CLI and
+``IrisClient`` read every log from there. The embedded controller answers the same request
+from its ``logs`` table, with the semantics those clients rely on:
+
+* Keys: a task attempt's lines are stored under ``/<user>/<job>/<task index>:<attempt>``
+  (``LogEntry.key``; ``attempt_id`` is the suffix). ``source`` selects keys by
+  ``match_scope``: EXACT (the key itself: one attempt), PREFIX (keys starting with it:
+  ``/<user>/<job>/`` for a job, ``/<user>/<job>/<index>:`` for every attempt of a task), REGEX
+  and UNSPECIFIED (a regular expression searched in the key). No other keys exist here.
+* ``seq`` is the store's row id (one counter for all keys, increasing in capture order).
+  ``cursor`` and ``until_cursor`` are exclusive bounds on it (0: unbounded); the response's
+  ``cursor`` is the highest ``seq`` returned, or the request's ``cursor`` when nothing is
+  returned, so passing it back reads only newer lines.
+* ``max_lines`` caps the answer (0: ``DEFAULT_MAX_LINES``, as finelog; at most
+  ``MAX_LINES``); ``tail`` returns the newest matching lines instead of the oldest. Entries are
+  always in ``seq`` order.
+* Filters: ``since_ms`` (stamped after), ``substring`` (literal), ``regex`` (searched in the
+  line), ``min_level`` (see ``log_level``; UNKNOWN passes every filter), ``cluster`` (rows
+  here have no origin cluster, so a non-empty value matches nothing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.store import LogRow, Store
+from fray_jupyter.iris.proto import finelog_logging_pb2
+
+F = finelog_logging_pb2
+DEFAULT_MAX_LINES: Final[int] = 1000
+MAX_LINES: Final[int] = 100_000
+_KEY_SQL: Final[str] = "(job_id || '/' || idx || ':' || attempt)"
+_EXACT_KEY: Final[re.Pattern[str]] = re.compile(r"(/[^/]+/[^/]+)/(0|[1-9][0-9]*):(0|[1-9][0-9]*)")
+_LEVELS: Final[dict[str, int]] = {
+    "DEBUG": F.LOG_LEVEL_DEBUG, "INFO": F.LOG_LEVEL_INFO, "WARNING": F.LOG_LEVEL_WARNING,
+    "ERROR": F.LOG_LEVEL_ERROR, "CRITICAL": F.LOG_LEVEL_CRITICAL,
+}
+_PREFIX_LEVELS: Final[dict[str, int]] = {name[0]: level for name, level in _LEVELS.items()}
+_STREAM_LEVELS: Final[dict[str, int]] = {"stdout": F.LOG_LEVEL_INFO, "stderr": F.LOG_LEVEL_ERROR}
+
+
+def log_level(source: str, data: str) -> int:
+    """A line's level, as Iris classifies captured output: a glog-style prefix (``I0102 ...``,
+    ``W...``, ``E...``, ``D...``, ``C...``: the letter then a digit) wins; otherwise stdout is
+    INFO, stderr ERROR and any other stream UNKNOWN."""
+    if len(data) > 1 and data[1].isdigit() and data[0] in _PREFIX_LEVELS:
+        return _PREFIX_LEVELS[data[0]]
+    return _STREAM_LEVELS.get(source, F.LOG_LEVEL_UNKNOWN)
+
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _compile(pattern: str, what: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except (re.error, RecursionError) as error:
+        raise RpcError(Code.INVALID_ARGUMENT, f"bad {what} regular expression {pattern!r}: {error}") from None
+
+
+class LogService:
+    """Answers ``FetchLogsRequest`` from ``store`` (see the module rules)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        store.define_function("fray_log_level", 2, log_level)
+
+    def fetch_logs(self, request: F.FetchLogsRequest) -> F.FetchLogsResponse:
+        """One page of matching lines, in seq order, and the cursor after them."""
+        conditions, params = self._key_conditions(request)
+        if conditions is None or request.cluster:
+            return F.FetchLogsResponse(cursor=max(request.cursor, 0))
+        if request.cursor > 0:
+            conditions.append("id > ?")
+            params.append(request.cursor)
+        if request.until_cursor > 0:
+            conditions.append("id < ?")
+            params.append(request.until_cursor)
+        if request.since_ms:
+            conditions.append("ts_ms > ?")
+            params.append(request.since_ms)
+        if request.substring:
+            conditions.append("instr(data, ?) > 0")
+            params.append(request.substring)
+        if request.regex:
+            conditions.append(f"{self._matcher('fray_line_matches', _compile(request.regex, 'line'))}(data)")
+        if request.min_level:
+            level = _LEVELS.get(request.min_level.strip().upper())
+            if level is None:
+                raise RpcError(Code.INVALID_ARGUMENT,
+                               f"unknown min_level {request.min_level!r}: use one of {', '.join(_LEVELS)}")
+            conditions.append("(fray_log_level(source, data) >= ? OR fray_log_level(source, data) = 0)")
+            params.append(level)
+        limit = request.max_lines if request.max_lines > 0 else DEFAULT_MAX_LINES
+        rows = self.store.query_logs(" AND ".join(conditions) or "1", params, min(limit, MAX_LINES),
+                                     newest=request.tail)
+        entries = [self._entry(row) for row in rows]
+        cursor = max((row.id for row in rows), default=max(request.cursor, 0))
+        return F.FetchLogsResponse(entries=entries, cursor=cursor)
+
+    def _key_conditions(self, request: F.FetchLogsRequest) -> tuple[list[str] | None, list[Any]]:
+        """SQL conditions selecting the keys ``source`` names under ``match_scope``; None when
+        no key can match."""
+        source, scope = request.source, request.match_scope
+        if scope == F.MATCH_SCOPE_EXACT:
+            match = _EXACT_KEY.fullmatch(source)
+            if match is None:
+                return None, []
+            return ["job_id = ?", "idx = ?", "attempt = ?"], [match[1], int(match[2]), int(match[3])]
+        if scope == F.MATCH_SCOPE_PREFIX:
+            parts = source.split("/")
+            if len(parts) >= 4 and parts[0] == "":  # "/<user>/<job>/<rest>": one job, part of its keys
+                job_id, rest = "/".join(parts[:3]), "/".join(parts[3:])
+                conditions, params = ["job_id = ?"], [job_id]
+                if rest:
+                    conditions.append(f"(idx || ':' || attempt) LIKE ? ESCAPE '\\'")
+                    params.append(_like_prefix(rest))
+                return conditions, params
+            jobs = self.store.job_ids_where("(job_id || '/') LIKE ? ESCAPE '\\'", [_like_prefix(source)])
+            if not jobs:
+                return None, []
+            return [f"job_id IN ({', '.join('?' * len(jobs))})"], list(jobs)
+        return [f"{self._matcher('fray_key_matches', _compile(source, 'key'))}({_KEY_SQL})"], []
+
+    def _matcher(self, name: str, pattern: re.Pattern[str]) -> str:
+        """(Re)define the one-argument SQL function ``name`` as a search for ``pattern`` and
+        return ``name``. Safe because a request is answered in one go on the store's one thread."""
+        search: Callable[[str], bool] = lambda text: pattern.search(text) is not None  # noqa: E731
+        self.store.define_function(name, 1, search)
+        return name
+
+    @staticmethod
+    def _entry(row: LogRow) -> F.LogEntry:
+        return F.LogEntry(
+            timestamp=F.Timestamp(epoch_ms=row.ts_ms), source=row.source, data=row.data, attempt_id=row.attempt,
+            level=log_level(row.source, row.data), key=f"{row.job_id}/{row.idx}:{row.attempt}", seq=row.id,
+        )
