@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from fray_jupyter.controller import scheduler
+from fray_jupyter.controller import scheduler, setup
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.logbuffer import LogBuffer
 from fray_jupyter.controller.runner import (
@@ -253,12 +253,12 @@ class Engine:
         identity = TaskIdentity(job.job_id, idx, attempt, uid, job.replicas)
         workdir = self.work_root / f"job-{job.id}" / f"{idx}.{attempt}-{uid[:8]}"  # names stay out of paths
         entrypoint = request.entrypoint
-        steps = [["bash", "-c", command] for command in entrypoint.setup_commands]
-        steps.append(list(entrypoint.run_command.argv))
+        steps = setup.task_steps(entrypoint.setup_commands, entrypoint.run_command.argv)
         env = task_environment(
             identity, request.environment.env_vars, request.environment.setup_scripts,
             request.resources, workdir, self.controller_url, request.bundle_id, self.passed_env,
         )
+        env.update(setup.worker_environment(workdir, self.work_root.parent, env.get("PATH", "")))
         process = Attempt(
             steps=steps, workdir=workdir, env=env,
             timeout_s=job.timeout_ms / 1000 if job.timeout_ms else None,

@@ -4,8 +4,9 @@ An attempt runs in its own fresh work dir ``<state dir>/work/job-<n>/<task>.<att
 (the job's row number, never its name, and the start of the attempt's uid), with a private
 temporary dir beside it (``….tmp``, ``$TMPDIR``, like the per-task ``/tmp`` of an Iris container):
 the bundle zip (if any) is unpacked there, then ``workdir_files`` are written over it, then
-each ``setup_commands`` entry runs as ``bash -c <command>`` (a failing one fails the attempt)
-and finally ``run_command.argv`` runs. Every process starts in a new session, so it leads its
+each ``setup_commands`` entry runs as ``bash -c <command>`` (a failing one fails the attempt,
+its failing command and last output lines in the error) and finally ``run_command.argv`` runs,
+in the venv the setup left (``setup``: the steps and the worker environment Iris gives setup). Every process starts in a new session, so it leads its
 own process group; stopping an attempt sends SIGTERM to the group, then SIGKILL after
 ``KILL_GRACE_S``. When the main process exits, whatever it left behind in its group is
 killed too (a task ends with its process, as a container would).
@@ -53,6 +54,7 @@ import pwd
 import signal
 import sys
 import zipfile
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +62,7 @@ from typing import Final
 
 from google.protobuf import json_format
 
+from fray_jupyter.controller.setup import TAIL_LINES, setup_failure
 from fray_jupyter.iris.proto import job_pb2
 
 KILL_GRACE_S: Final[float] = 1.0
@@ -246,6 +249,7 @@ class Attempt:
     pgid: int | None = None
     stop_reason: str | None = None
     _killer: asyncio.Task[None] | None = field(default=None, repr=False)
+    _recent: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES + 5), repr=False)
 
     def stop(self, reason: str) -> None:
         """Stop the attempt: no further step starts; SIGTERM now, SIGKILL after the grace."""
@@ -282,8 +286,11 @@ class Attempt:
                     f"Execution timeout exceeded ({self.timeout_s:g}s)", timed_out=True,
                 )
             if code != 0:
-                what = f"setup command {number} failed" if setup else "command failed"
-                return Outcome(job_pb2.TASK_STATE_FAILED, code, f"{what} with exit code {code}")
+                if setup:
+                    error = setup_failure(number, len(self.steps) - 1, code, argv, list(self._recent))
+                else:
+                    error = f"command failed with exit code {code}"
+                return Outcome(job_pb2.TASK_STATE_FAILED, code, error)
         if self.stop_reason is not None:
             return Outcome(job_pb2.TASK_STATE_KILLED, None, self.stop_reason)
         return Outcome(job_pb2.TASK_STATE_SUCCEEDED, 0)
@@ -297,9 +304,15 @@ class Attempt:
         self.pgid = process.pid
         self.on_spawn(process.pid, process_start_token(process.pid))
         assert process.stdout is not None and process.stderr is not None
+        self._recent.clear()
+
+        def sink(source: str, line: str) -> None:
+            self._recent.append(line)
+            self.sink(source, line)
+
         readers = [
-            asyncio.ensure_future(_pump(process.stdout, "stdout", self.sink)),
-            asyncio.ensure_future(_pump(process.stderr, "stderr", self.sink)),
+            asyncio.ensure_future(_pump(process.stdout, "stdout", sink)),
+            asyncio.ensure_future(_pump(process.stderr, "stderr", sink)),
         ]
         timed_out = False
         if self.stop_reason is not None:
