@@ -79,8 +79,8 @@ def test_the_core_runs_on_the_controller_loop_and_errors_keep_their_codes() -> N
             (["/missing"], TOKEN, None, grpc.StatusCode.NOT_FOUND, "Job /missing not found"),
             (["/a/b"], "wrong", None, grpc.StatusCode.UNAUTHENTICATED, "invalid bearer token"),
             (["/a/b"], TOKEN, "/iris.cluster.ControllerService/Nope", grpc.StatusCode.UNIMPLEMENTED, ""),
-            (["/a/b"], TOKEN, "/iris.cluster.ControllerService/ListWorkers", grpc.StatusCode.UNIMPLEMENTED,
-             "ListWorkers is not served by the embedded fray-jupyter controller: it has no workers"),
+            (["/a/b"], TOKEN, "/iris.cluster.ControllerService/ExecuteRawQuery", grpc.StatusCode.UNIMPLEMENTED,
+             "ExecuteRawQuery is not served by the embedded fray-jupyter controller: it has no SQL query surface"),
         ):
             with pytest.raises(grpc.RpcError) as caught:
                 await asyncio.to_thread(_call, target, job_ids, token, path)
