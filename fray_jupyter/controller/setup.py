@@ -42,7 +42,7 @@ TOOLS_DIR: Final[str] = "bin"
 FAILURE_MARK: Final[str] = "[fray setup] failed"
 TAIL_LINES: Final[int] = 20
 _DEFAULT_SYNC_MARK: Final[str] = "echo 'syncing deps'"
-_TRACE_FAILURES: Final[str] = f"trap 'echo \"{FAILURE_MARK} (exit $?): $BASH_COMMAND\" >&2' ERR\n"
+_TRACE_FAILURES: Final[str] = f"trap 'echo \"{FAILURE_MARK}: $BASH_COMMAND\" >&2' ERR\n"
 _SKIP_WITHOUT_PROJECT: Final[str] = (
     'if [ ! -f "$IRIS_WORKDIR/pyproject.toml" ]; then\n'
     "  echo '[fray setup] no pyproject.toml in the work dir (the job was sent without a workspace): "
@@ -130,7 +130,7 @@ def setup_failure(number: int, total: int, code: int, step: Sequence[str], outpu
     """The task error for setup step ``number`` of ``total`` (argv ``step``, from
     ``task_steps``) exiting with ``code``: the command that failed (as bash reported it, else
     the script's first line) and the last ``TAIL_LINES`` lines of its output."""
-    failed = next((line.removeprefix(FAILURE_MARK).strip() for line in reversed(output)
+    failed = next((line.removeprefix(FAILURE_MARK).removeprefix(":").strip() for line in reversed(output)
                    if line.startswith(FAILURE_MARK)), "")
     if not failed:
         script = step[-1].removeprefix(_TRACE_FAILURES).removeprefix(_SKIP_WITHOUT_PROJECT)
