@@ -139,7 +139,9 @@ def test_a_failing_command_fails_the_run(url: str, workspace: Path) -> None:
     run = iris(url, "job", "run", "--job-name", name, "--", "sh", "-c", "echo about-to-fail; exit 3", cwd=workspace)
     assert run.returncode == 1 and "| about-to-fail" in run.stdout, run.stdout
     described = iris(url, "job", "describe", f"/{USER}/{name}", cwd=workspace)
-    assert "State: failed" in described.stdout and "exit=3" in described.stdout, described.stdout
+    assert "State: failed" in described.stdout, described.stdout
+    task_row = next(line.split() for line in described.stdout.splitlines() if line.split()[:2] == ["0", "failed"])
+    assert task_row[2] == "3", described.stdout  # the task's EXIT column
 
 
 def test_a_workspace_is_shipped_and_synced(url: str, tmp_path: Path) -> None:
@@ -152,7 +154,7 @@ def test_a_workspace_is_shipped_and_synced(url: str, tmp_path: Path) -> None:
                                             'requires-python = ">=3.11"\ndependencies = []\n')
     (project / "data.txt").write_text("from-the-workspace\n")
     name = job_name("workspace")
-    script = 'cat data.txt; echo "venv=${VIRTUAL_ENV:-none} python=$IRIS_PYTHON"'
+    script = 'cd "$IRIS_WORKDIR" && cat data.txt; echo "venv=${VIRTUAL_ENV:-none} python=$IRIS_PYTHON"'
     run = iris(url, "job", "run", "--job-name", name, "--", "sh", "-c", script, cwd=project, timeout=600)
     assert run.returncode == 0 and "| from-the-workspace" in run.stdout, run.stdout
     if "| syncing deps" in run.stdout:  # the setup ran (the embedded controller; Iris's local cluster skips it)
@@ -162,21 +164,24 @@ def test_a_workspace_is_shipped_and_synced(url: str, tmp_path: Path) -> None:
 
 def test_fray_iris_client_binary_callable_and_terminate(url: str) -> None:
     from fray.iris_backend import FrayIrisClient
-    from fray.types import Entrypoint, JobRequest, JobStatus
+    from fray.types import Entrypoint, JobRequest, JobStatus, ResourceConfig
 
     client = FrayIrisClient(url)
     name = job_name("fray")
-    handle = client.submit(JobRequest(name=name, entrypoint=Entrypoint.from_binary("sh", ["-c", f"echo fray-{name}"])))
+    small = ResourceConfig(cpu=1, ram="1g", disk="1g")  # Fray's default 64 GiB disk fits no local Iris worker
+    handle = client.submit(JobRequest(name=name, entrypoint=Entrypoint.from_binary("sh", ["-c", f"echo fray-{name}"]),
+                                      resources=small))
     handle.wait(timeout=120)
     assert handle.status() == JobStatus.SUCCEEDED
     assert f"fray-{name}" in handle.logs()
 
-    callable_job = client.submit(JobRequest(name=f"{name}-fn", entrypoint=Entrypoint.from_callable(
+    callable_job = client.submit(JobRequest(name=f"{name}-fn", resources=small, entrypoint=Entrypoint.from_callable(
         _shout, args=(f"callable-{name}",))))
     callable_job.wait(timeout=120)
     assert callable_job.status() == JobStatus.SUCCEEDED and f"CALLABLE-{name.upper()}" in callable_job.logs()
 
-    sleeper = client.submit(JobRequest(name=f"{name}-sleep", entrypoint=Entrypoint.from_binary("sleep", ["300"])))
+    sleeper = client.submit(JobRequest(name=f"{name}-sleep", entrypoint=Entrypoint.from_binary("sleep", ["300"]),
+                                       resources=small))
     sleeper.terminate()
     sleeper.wait(timeout=60, raise_on_failure=False)
     assert sleeper.status() == JobStatus.STOPPED
