@@ -22,20 +22,34 @@ Rules:
 * One ``NamedCluster`` is one resolution: kept open by its ``FrayClient``, re-resolved once when a
   call is refused for authentication (``reopen``), closed with the client (tunnels and a local
   cluster live exactly as long as it).
+* A local-kind manifest starts an Iris local cluster inside the process that resolves it. So that a
+  kernel and the Jupyter server see the same jobs, the process that started one records its URL in
+  ``<jupyter runtime dir>/fray-cluster-<name>.json`` (mode 0600, with its pid) until it closes it,
+  and another process resolving the same name while that process lives is given that URL
+  (``connect_controller(controller_url=..., cluster_name=NAME)``, still Iris's code).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from fray_jupyter.client.discovery import URL_ENV
 from fray_jupyter.client.errors import AuthenticationFailed, ClusterUnavailable, LoginRequired
+from fray_jupyter.runtime_file import (
+    ControllerInfo,
+    read_runtime_file,
+    remove_runtime_file,
+    runtime_file_path,
+    write_runtime_file,
+)
 
 if TYPE_CHECKING:
     from fray_jupyter.client.client import FrayClient
@@ -43,6 +57,8 @@ if TYPE_CHECKING:
 CLUSTER_ENV: Final[str] = "FRAY_CLUSTER"
 MARIN_CLUSTER_ENV: Final[str] = "MARIN_CLUSTER"
 EXTRA: Final[str] = "pip install 'fray-jupyter[marin]'"
+CLUSTER_NAME: Final[re.Pattern[str]] = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+"""A cluster name as Iris's config dirs hold them: a manifest's file name without ``.yaml``."""
 
 
 def cluster_from_env() -> str | None:
@@ -59,6 +75,11 @@ def chosen_cluster(cluster: str | None = None, url: str | None = None) -> str | 
     if url or os.environ.get(URL_ENV):
         return None
     return cluster_from_env()
+
+
+def shared_cluster_file(name: str) -> Path:
+    """Where a process that started cluster ``name`` locally says where it is (module rules)."""
+    return runtime_file_path().with_name(f"fray-cluster-{name}.json")
 
 
 def login_command(name: str) -> str:
@@ -93,6 +114,7 @@ class NamedCluster:
         self.name = name
         self._lock = threading.Lock()
         self._endpoint: Any = None
+        self._shared = False  # the local cluster another process started and shares
         self._endpoint = self._resolve()
 
     @property
@@ -109,7 +131,9 @@ class NamedCluster:
     def kind(self) -> str:
         """The manifest's controller kind (``gcp``, ``coreweave``, ``local``, …), or ``""``."""
         config = self._endpoint.config
-        return str(config.controller.controller_kind()) if config is not None else ""
+        if config is None:
+            return "local" if self._shared else ""
+        return str(config.controller.controller_kind())
 
     def headers(self) -> Mapping[str, str]:
         """The credentials' headers now (providers mint or refresh as needed); ``LoginRequired``
@@ -143,6 +167,8 @@ class NamedCluster:
     def _close_endpoint(self) -> None:
         if self._endpoint is not None:
             endpoint, self._endpoint = self._endpoint, None
+            if not self._shared:
+                remove_runtime_file(os.getpid(), shared_cluster_file(self.name))
             endpoint.close()
 
     def _resolve(self) -> Any:
@@ -152,8 +178,15 @@ class NamedCluster:
         import click
         from iris.cli.connect import connect_controller  # type: ignore[import-untyped]
 
+        shared = read_runtime_file(shared_cluster_file(self.name))
+        self._shared = shared is not None and shared.pid != os.getpid()
         try:
-            return connect_controller(cluster_name=self.name)
+            if shared is not None and self._shared:
+                return connect_controller(controller_url=shared.url, cluster_name=self.name)
+            endpoint = connect_controller(cluster_name=self.name)
+            if endpoint.config is not None and endpoint.config.controller.controller_kind() == "local":
+                write_runtime_file(ControllerInfo(endpoint.url, "", "", os.getpid()), shared_cluster_file(self.name))
+            return endpoint
         except click.ClickException as error:
             raise ClusterUnavailable(error.format_message(), url=self.label) from None
         except _login_errors() as error:

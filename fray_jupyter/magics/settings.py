@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from traitlets import HasTraits, TraitError
 
-from fray_jupyter.client.clusters import CLUSTER_ENV, MARIN_CLUSTER_ENV, chosen_cluster
+from fray_jupyter.client.clusters import CLUSTER_ENV, CLUSTER_NAME, MARIN_CLUSTER_ENV, chosen_cluster
 from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
 from fray_jupyter.iris.user import USER_ENV, resolve_user
 from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path
@@ -36,8 +36,6 @@ from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path
 FALLBACK_ENV: Final[dict[str, str]] = {"controller_url": URL_ENV, "user": USER_ENV}
 """Setting -> the environment variable consulted when the setting is empty."""
 ENV_NAME: Final[re.Pattern[str]] = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-CLUSTER_NAME: Final[re.Pattern[str]] = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-"""A cluster name as Iris's config dirs hold them: a manifest's file name without ``.yaml``."""
 
 
 def setting_keys(owner: HasTraits) -> list[str]:
