@@ -28,13 +28,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
+import httpx
 
-from fray_jupyter.client import FrayError, connect, list_clusters  # noqa: E402
-from fray_jupyter.planning import plan  # noqa: E402
-from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig  # noqa: E402
-from fray_jupyter.resources.environment import EnvironmentConfig  # noqa: E402
-from tests.marin_home import iap_manifest  # noqa: E402
+from fray_jupyter.client import FrayError, connect, list_clusters
+from fray_jupyter.planning import plan
+from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
+from fray_jupyter.resources.environment import EnvironmentConfig
+from tests.marin_home import iap_manifest
 
 RESOLUTIONS: list[str] = []
 

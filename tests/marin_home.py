@@ -70,7 +70,7 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
 
 def run_child(scenario: str, home: Path, *, timeout: float = 180, **extra: str) -> dict[str, Any]:
     """Run ``tests/cluster_child.py SCENARIO`` with ``home`` and return its JSON line."""
-    result = subprocess.run([sys.executable, str(REPO / "tests" / "cluster_child.py"), scenario],
+    result = subprocess.run([sys.executable, str(REPO / "tests" / "cluster_child.py"), scenario], check=False,
                             env=child_env(home, **extra), capture_output=True, text=True, timeout=timeout)
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     assert result.returncode == 0 and lines, f"child failed ({result.returncode}): {result.stderr[-3000:]}"

@@ -19,9 +19,8 @@ that the next request resolves it again. Selecting ``""`` means the embedded con
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from fray_jupyter.client import ControllerUnreachable, FrayClient, FrayError
@@ -120,5 +119,4 @@ class ControllerLink:
         with self._lock:
             name = client.cluster_name
             if name is not None and self._clusters.get(name) is client:
-                del self._clusters[name]
-                client.close()
+                self._clusters.pop(name).close()
