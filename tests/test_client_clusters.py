@@ -129,3 +129,13 @@ def test_a_call_the_edge_refuses_re_resolves_the_cluster_once_and_is_sent_again(
     assert "error" not in seen
     assert len(seen["seen"]) == 4  # the refused call, then the three calls
     assert seen["resolutions"] == ["edge", "edge"]
+
+
+@needs_iris
+def test_a_named_cluster_gets_the_revision_date_of_the_installed_iris(monkeypatch: pytest.MonkeyPatch) -> None:
+    from iris import version
+
+    monkeypatch.setattr(version, "_CACHED", None)
+    monkeypatch.setenv("IRIS_REVISION_DATE", "2031-02-03")
+    assert clusters.iris_revision_date() == version.client_revision_date() == "2031-02-03"
+    monkeypatch.setattr(version, "_CACHED", None)

@@ -99,6 +99,16 @@ def marin_unavailable() -> str | None:
     return None
 
 
+def iris_revision_date() -> str | None:
+    """The ``client_revision_date`` the installed marin-iris's own client sends (its build date, or
+    ``$IRIS_REVISION_DATE``), or None without Marin's Iris (then ``plan()``'s default is sent)."""
+    if marin_unavailable() is not None:
+        return None
+    from iris.version import client_revision_date  # type: ignore[import-untyped]
+
+    return str(client_revision_date()) or None
+
+
 def _login_errors() -> tuple[type[BaseException], ...]:
     """rigging's "cannot mint a token without a (new) login" errors."""
     from rigging.auth import IapCredentialsUnavailable, IapLoginRequired  # type: ignore[import-untyped]

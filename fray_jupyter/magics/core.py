@@ -130,7 +130,13 @@ class FrayMagics(Magics):
         from fray_jupyter.magics.submission import cell_plan
 
         args = CELL_PARSER.parse_line(line)
-        prepared = cell_plan(args, cell, self.namespace, user=self.user or None)
+        on_cluster = args.cluster or (None if args.controller else settings.cluster(self))
+        revision = None
+        if on_cluster is not None:  # a real Iris: the date the installed marin-iris's own client sends
+            from fray_jupyter.client.clusters import iris_revision_date
+
+            revision = iris_revision_date()
+        prepared = cell_plan(args, cell, self.namespace, user=self.user or None, revision_date=revision)
         if args.dry_run:
             self._show_plan(prepared, args.output, args.controller)
             return None
