@@ -32,7 +32,7 @@ def _plan(args: argparse.Namespace) -> int:
         command = command[1:]
     job = job_from_args(args, command_entrypoint(command or ["true"]), default_name="cli-job")
     result = plan(job, user=args.user)
-    verdict = _check(result, args.controller) if args.check else None
+    verdict = _check(result, args.controller, args.cluster) if args.check else None
     if args.json:
         document = json.loads(render_json(result))
         if verdict is not None:
@@ -48,8 +48,9 @@ def _plan(args: argparse.Namespace) -> int:
     return {"never": NEVER_EXIT, "unknown": UNKNOWN_EXIT}.get(str(verdict["verdict"]), 0)
 
 
-def _check(result: Plan, url: str | None) -> dict[str, str | list[str]]:
-    """``--check``: the fit verdict as plain data; a gang no slice can hold needs no controller."""
+def _check(result: Plan, url: str | None, cluster: str | None = None) -> dict[str, str | list[str]]:
+    """``--check``: the fit verdict as plain data, from the controller at ``url`` or of the named
+    ``cluster`` (``connect``'s rule); a gang no slice can hold needs no controller."""
     from fray_jupyter.client import FrayError, connect
     from fray_jupyter.client.fit import Fit, fit
 
@@ -57,7 +58,7 @@ def _check(result: Plan, url: str | None) -> dict[str, str | list[str]]:
         verdict = Fit("never", result.errors[0])
     else:
         try:
-            with connect(url, start=False, retry_for=0) as client:
+            with connect(url, cluster=cluster, start=False, retry_for=0) as client:
                 verdict = fit(result, client)
         except FrayError as error:
             reason = f"no controller answered ({' '.join(str(error).split())})"

@@ -63,9 +63,24 @@ def add_fit_arguments(parser: argparse.ArgumentParser, *, submits: bool) -> None
     fits.add_argument("--check", action="store_true",
                       help="also ask the controller whether the job fits; prints 'fit: now|after-scale-up|never' "
                            "(exit 3 for never, 4 when no controller answers)")
-    fits.add_argument("--controller", metavar="URL",
-                      help="controller to ask with --check (default: $FRAY_CONTROLLER_URL, else the running "
-                           "embedded controller; none is started)")
+    where = fits.add_mutually_exclusive_group()
+    where.add_argument("--controller", metavar="URL",
+                       help="controller to ask with --check (default: $FRAY_CONTROLLER_URL, else the running "
+                            "embedded controller; none is started)")
+    where.add_argument("--cluster", metavar="NAME",
+                       help="named Marin cluster to ask with --check (resolved by Iris's own code; needs "
+                            "fray-jupyter[marin]; default: $FRAY_CLUSTER, then $MARIN_CLUSTER)")
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--controller URL`` and ``--cluster NAME`` (one or the other): where a job goes or
+    which controller is asked. A cluster is a Marin cluster name resolved by Iris's own code
+    (``client.clusters``), as ``iris --cluster NAME`` does."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--controller", metavar="URL", help="controller URL (http(s):// or grpc://)")
+    where.add_argument("--cluster", metavar="NAME",
+                       help="named Marin cluster (a manifest in ~/.config/marin/clusters or Iris's own; "
+                            "needs fray-jupyter[marin])")
 
 
 RESOURCE_FLAGS: Final[dict[str, str]] = {

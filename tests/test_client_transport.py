@@ -24,7 +24,13 @@ from fray_jupyter.client.errors import (
     JobNotFound,
     RpcFailed,
 )
-from fray_jupyter.client.transport import FLUSH_AT, ConnectTransport, GrpcTransport, PromptStream, open_transport
+from fray_jupyter.client.transport import (
+    FLUSH_AT,
+    ConnectTransport,
+    GrpcTransport,
+    PromptStream,
+    open_transport,
+)
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 

@@ -105,7 +105,8 @@ RUNNING = {job_pb2.JOB_STATE_RUNNING}
 # -- happy paths ----------------------------------------------------------------------------------
 def test_status_names_the_controller_the_kernels_use(api: Callable[..., Reply], shared: ControllerProcess) -> None:
     reply = api("status")
-    assert reply == (200, {"url": shared.info.url, "reachable": True, "error": None, "user": resolve_user()})
+    assert reply == (200, {"url": shared.info.url, "reachable": True, "error": None, "user": resolve_user(),
+                           "cluster": None})
 
 
 def test_jobs_lists_every_job_with_what_the_sidebar_shows(api: Callable[..., Reply], shared: ControllerProcess) -> None:
@@ -247,7 +248,7 @@ def test_start_1_starts_the_embedded_controller_when_allowed(api: Callable[..., 
         status = api("status", params={"start": "1"}).body
         info = read_runtime_file()
         assert info is not None and status == {"url": info.url, "reachable": True, "error": None,
-                                               "user": resolve_user()}
+                                               "user": resolve_user(), "cluster": None}
         assert api("jobs").body == {"jobs": [], "total": 0, "has_more": False}
     finally:
         if (info := read_runtime_file()) is not None:
@@ -285,6 +286,6 @@ def test_loading_the_extension_raises_no_auth_warning(jp_configurable_serverapp:
 
 def test_routes_are_under_base_url() -> None:
     assert [pattern for pattern, _ in routes("/base/")] == [
-        "/base/fray/status", "/base/fray/jobs", "/base/fray/jobs/(?P<job_id>[^/]+)",
+        "/base/fray/status", "/base/fray/clusters", "/base/fray/jobs", "/base/fray/jobs/(?P<job_id>[^/]+)",
         "/base/fray/jobs/(?P<job_id>[^/]+)/logs", "/base/fray/jobs/(?P<job_id>[^/]+)/cancel"]
     assert all(issubclass(handler, tornado.web.RequestHandler) for _, handler in ROUTES)

@@ -14,9 +14,11 @@ from fray_jupyter.lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["FrayClient", "JobPage"], "fray_jupyter.client.client"),
     **dict.fromkeys(["TOKEN_ENV", "URL_ENV", "connect"], "fray_jupyter.client.discovery"),
+    **dict.fromkeys(["ClusterEntry", "NamedCluster", "list_clusters"], "fray_jupyter.client.clusters"),
     **dict.fromkeys(
-        ["AuthenticationFailed", "ControllerStartFailed", "ControllerUnreachable", "FrayError", "InvalidRequest",
-         "JobAlreadyExists", "JobNotFound", "RpcFailed"], "fray_jupyter.client.errors"),
+        ["AuthenticationFailed", "ClusterUnavailable", "ControllerStartFailed", "ControllerUnreachable",
+         "FrayError", "InvalidRequest", "JobAlreadyExists", "JobNotFound", "LoginRequired", "RpcFailed"],
+        "fray_jupyter.client.errors"),
     **dict.fromkeys(["LogPage", "log_line"], "fray_jupyter.client.logs"),
     **dict.fromkeys(["JobHandle"], "fray_jupyter.client.handle"),
 }

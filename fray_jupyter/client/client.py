@@ -13,19 +13,23 @@ Rules:
   and RECREATE would kill the job just started.
 * Polling (``wait``, ``follow``) backs off from 50 ms to 2 s, so a quick job is seen finishing
   quickly and a long one costs about one call per 2 s.
+* A client of a named Marin cluster (``cluster=``, see ``client.clusters``) sends each call with the
+  cluster's current credential headers and owns the resolution: a call refused for authentication
+  re-resolves the cluster once and is sent again; ``close()`` closes the resolution too.
 * The class is named for what it serves (Fray jobs); it is not Iris's own ``IrisClient``, which
   a Marin user may have imported in the same notebook.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final, NamedTuple, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol, Self, TypeVar
 
 from google.protobuf.message import Message
 
-from fray_jupyter.client.errors import FrayError, JobNotFound
+from fray_jupyter.client.errors import AuthenticationFailed, FrayError, JobNotFound
 from fray_jupyter.client.logs import (
     LOG_SERVICE_PATH,
     LogPage,
@@ -41,6 +45,9 @@ from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.states import is_job_finished
+
+if TYPE_CHECKING:
+    from fray_jupyter.client.clusters import NamedCluster
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
@@ -86,23 +93,32 @@ class JobPage(NamedTuple):
 
 class FrayClient:
     """Client of one controller at ``url`` (``http(s)://`` Connect or ``grpc://``) with an optional
-    bearer ``token``. ``timeout`` bounds each RPC; ``retry_for`` bounds the retries of one verb.
-    Thread-safe; use as a context manager or call ``close()``."""
+    bearer ``token``, or of a named Marin ``cluster`` (its resolved URL as ``url``; see
+    ``client.clusters.connect_cluster``). ``timeout`` bounds each RPC; ``retry_for`` bounds the
+    retries of one verb. Thread-safe; use as a context manager or call ``close()``."""
 
-    def __init__(self, url: str, token: str | None = None, *, timeout: float = 30.0,
-                 retry_for: float = 10.0) -> None:
+    def __init__(self, url: str, token: str | None = None, *, cluster: NamedCluster | None = None,
+                 timeout: float = 30.0, retry_for: float = 10.0) -> None:
         self.timeout = timeout
         self.retry_for = retry_for
-        self._transport: Transport = open_transport(url, token)
-        self._log_service: ConnectTransport | None = None  # set once GetTaskLogs was unimplemented
+        self.cluster = cluster
+        self._reconnecting = threading.Lock()
+        self._transport: Transport = open_transport(url, token, headers=cluster.headers if cluster else None)
+        self._log_service = False  # True once GetTaskLogs was unimplemented: ask the log service
 
     @property
     def url(self) -> str:
         """The controller's URL."""
         return self._transport.url
 
+    @property
+    def cluster_name(self) -> str | None:
+        """The named cluster this client is on, or None (the embedded controller or a URL)."""
+        return self.cluster.name if self.cluster is not None else None
+
     def __repr__(self) -> str:
-        return f"FrayClient({self.url!r})"
+        where = f"cluster={self.cluster.name!r}, " if self.cluster is not None else ""
+        return f"FrayClient({where}{self.url!r})"
 
     def __enter__(self) -> Self:
         return self
@@ -111,8 +127,10 @@ class FrayClient:
         self.close()
 
     def close(self) -> None:
-        """Close the connection(s)."""
+        """Close the connection(s), and the named cluster's resolution (its tunnel, its local cluster)."""
         self._transport.close()
+        if self.cluster is not None:
+            self.cluster.close()
 
     # -- verbs ---------------------------------------------------------------------------------
     def submit(self, launch: Controller.LaunchJobRequest | HasLaunchRequest) -> str:
@@ -151,7 +169,7 @@ class FrayClient:
         newest ``max_lines`` instead of the oldest; 0 lets the server cap), optionally only those
         containing ``substring``. Pass the returned cursor back to get only newer rows."""
         query = LogQuery(cursor, tail, max_lines, substring)
-        if self._log_service is None:
+        if not self._log_service:
             request = task_logs_request(job_id, query)
             try:
                 response = self._call("GetTaskLogs", request, Controller.GetTaskLogsResponse, job_id=job_id)
@@ -159,9 +177,9 @@ class FrayClient:
             except FrayError as error:
                 if error.code != "unimplemented" or not isinstance(self._transport, ConnectTransport):
                     raise
-                self._log_service = self._transport
-        log_service, body = self._log_service, fetch_logs_body(job_id, query)
-        payload = self._retrying(lambda: log_service.call_json(LOG_SERVICE_PATH, body, self.timeout),
+                self._log_service = True
+        body = fetch_logs_body(job_id, query)
+        payload = self._retrying(lambda: self._log_transport().call_json(LOG_SERVICE_PATH, body, self.timeout),
                                  idempotent=True, job_id=job_id)
         return from_fetch_logs(job_id, payload, query)
 
@@ -229,17 +247,42 @@ class FrayClient:
         return self._retrying(lambda: self._transport.call(method, request, response_type, self.timeout),
                               idempotent=idempotent, job_id=job_id)
 
+    def _log_transport(self) -> ConnectTransport:
+        """The transport that reaches the log service (the controller's, since it proxies it)."""
+        if not isinstance(self._transport, ConnectTransport):
+            raise TypeError("the log service is reached over Connect only")
+        return self._transport
+
     def _retrying(self, send: Callable[[], R], *, idempotent: bool, job_id: str | None) -> R:
         deadline, delays = time.monotonic() + self.retry_for, backoff()
+        reopened = False
         while True:
             try:
                 return send()
+            except AuthenticationFailed as error:
+                if self.cluster is None or reopened:
+                    error.job_id = error.job_id or job_id
+                    raise
+                reopened = True
+                self._reopen(self._transport)
+                continue
             except FrayError as error:
                 error.job_id = error.job_id or job_id
                 delay = next(delays)
                 if not (idempotent and error.retryable) or time.monotonic() + delay > deadline:
                     raise
             time.sleep(delay)
+
+    def _reopen(self, failed: Transport) -> None:
+        """Re-resolve the named cluster and reconnect (once per failed transport, whichever thread
+        saw the failure first)."""
+        assert self.cluster is not None
+        with self._reconnecting:
+            if self._transport is not failed:
+                return
+            self.cluster.reopen()
+            self._transport = open_transport(self.cluster.url, headers=self.cluster.headers)
+            failed.close()
 
 
 def _sleep_until(delay: float, deadline: float | None, message: str) -> None:

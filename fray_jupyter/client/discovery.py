@@ -43,11 +43,16 @@ _started: list[subprocess.Popen[bytes]] = []
 """Controllers this process started; held so that Python never warns about them as leaked."""
 
 
-def connect(url: str | None = None, token: str | None = None, *, start: bool = True,
-            timeout: float = 30.0, retry_for: float = 10.0) -> FrayClient:
-    """A ``FrayClient`` for the controller chosen by the module's rule (see its docstring)."""
+def connect(url: str | None = None, token: str | None = None, *, cluster: str | None = None,
+            start: bool = True, timeout: float = 30.0, retry_for: float = 10.0) -> FrayClient:
+    """A ``FrayClient`` for the controller chosen by the module's rule (see its docstring), or for
+    a named Marin cluster: ``cluster``, else (no URL given) ``$FRAY_CLUSTER`` / ``$MARIN_CLUSTER``
+    (``client.clusters.chosen_cluster``; the client owns that resolution)."""
     from fray_jupyter.client.client import FrayClient  # here: resolving needs no transport (see magics)
+    from fray_jupyter.client.clusters import chosen_cluster, connect_cluster
 
+    if (name := chosen_cluster(cluster, url)) is not None:
+        return connect_cluster(name, timeout=timeout, retry_for=retry_for)
     url, token = resolve(url, token, start=start)
     return FrayClient(url, token, timeout=timeout, retry_for=retry_for)
 

@@ -59,6 +59,20 @@ class AuthenticationFailed(FrayError):
     template = "the controller at {url} refused the token ({code}): {detail}"
 
 
+class LoginRequired(AuthenticationFailed):
+    """A named cluster's credentials cannot produce a token: no ``iris login`` yet, or it expired
+    (``url`` is ``cluster NAME``; ``detail`` says what to run)."""
+
+    template = "{detail}"
+
+
+class ClusterUnavailable(FrayError):
+    """A named cluster could not be resolved: Marin's Iris is not installed, no manifest has that
+    name, or opening its tunnel / local cluster failed (``url`` is ``cluster NAME``)."""
+
+    template = "{url}: {detail}"
+
+
 class JobNotFound(FrayError):
     """The controller has no job (or task) by that id."""
 

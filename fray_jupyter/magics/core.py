@@ -7,6 +7,7 @@ plain one-line ``UsageError``; the controller's and the job's failures raise err
 
 from __future__ import annotations
 
+import atexit
 import sys
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,10 @@ LINE: str = "%fray"
 class FrayMagics(Magics):
     """The ``%%fray`` cell magic and the ``%fray`` line magic; settings are its traits."""
 
+    cluster = Unicode(
+        "", help="Named Marin cluster to use (resolved by Iris's own code; needs fray-jupyter[marin]). Empty: "
+                 "controller_url, else $FRAY_CONTROLLER_URL, else $FRAY_CLUSTER, else $MARIN_CLUSTER, else the "
+                 "embedded controller.").tag(config=True)
     controller_url = Unicode(
         "", help="Controller to use (http(s):// Connect or grpc://). Empty: $FRAY_CONTROLLER_URL, else the "
                  "embedded controller (started on first use).").tag(config=True)
@@ -53,8 +58,9 @@ class FrayMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell, **kwargs)
         self._clients: dict[tuple[str, str | None], FrayClient] = {}
+        self._cluster_clients: dict[str, FrayClient] = {}
 
-    @validate("controller_url", "user", "token_env")
+    @validate("cluster", "controller_url", "user", "token_env")
     def _check_setting(self, proposal: Any) -> str:
         try:
             return settings.validate(proposal["trait"].name, proposal["value"])
@@ -69,11 +75,26 @@ class FrayMagics(Magics):
         return user_ns
 
     # -- the controller -----------------------------------------------------------------------------
-    def client(self, url: str | None = None) -> FrayClient:
-        """A client of the controller the settings choose (``url`` overrides them), kept per URL
-        and token; starts the embedded controller if that is the choice and none runs."""
+    def client(self, url: str | None = None, cluster: str | None = None) -> FrayClient:
+        """A client of the controller the settings choose (``cluster`` or ``url`` overrides them):
+        a named cluster's is resolved once per kernel and kept (``settings.cluster``); a URL's is
+        kept per URL and token; starts the embedded controller if that is the choice and none runs."""
         from fray_jupyter.client.client import FrayClient
 
+        if cluster is not None:
+            try:
+                settings.validate("cluster", cluster)
+            except ValueError as error:
+                raise usage(f"--cluster: {error}") from None
+        name = cluster or (None if url else settings.cluster(self))
+        if name is not None:
+            if name not in self._cluster_clients:
+                from fray_jupyter.client.clusters import connect_cluster
+
+                with controller_errors(f"connecting to cluster {name}"):
+                    self._cluster_clients[name] = connect_cluster(name)
+                atexit.register(self._cluster_clients[name].close)  # its tunnel / local cluster
+            return self._cluster_clients[name]
         with controller_errors("looking for the controller"):
             resolved = resolve(url or settings.effective(self, "controller_url"), settings.token(self))
         if resolved not in self._clients:
@@ -109,11 +130,17 @@ class FrayMagics(Magics):
         from fray_jupyter.magics.submission import cell_plan
 
         args = CELL_PARSER.parse_line(line)
-        prepared = cell_plan(args, cell, self.namespace, user=self.user or None)
+        on_cluster = args.cluster or (None if args.controller else settings.cluster(self))
+        revision = None
+        if on_cluster is not None:  # a real Iris: the date the installed marin-iris's own client sends
+            from fray_jupyter.client.clusters import iris_revision_date
+
+            revision = iris_revision_date()
+        prepared = cell_plan(args, cell, self.namespace, user=self.user or None, revision_date=revision)
         if args.dry_run:
             self._show_plan(prepared, args.output, args.controller)
             return None
-        client = self.client(args.controller)
+        client = self.client(args.controller, args.cluster)
         plan = prepared.plan
         check_before_submit(plan, client, force=args.force)
         adopted = self._running(client, plan.job_id)
@@ -183,14 +210,14 @@ class FrayMagics(Magics):
 
         if args.limit < 1:
             raise usage(f"--limit must be at least 1, got {args.limit}", f"{LINE} jobs")
-        client = self.client(args.controller)
+        client = self.client(args.controller, args.cluster)
         with controller_errors("listing jobs"):
             page = client.list(name_filter=args.name, state=args.state, limit=args.limit)
         display({"text/html": view.jobs_html(page.jobs), "text/plain": view.jobs_text(page.jobs)},  # type: ignore[no-untyped-call]
                 raw=True)
 
     def _status(self, args: Any) -> JobStatusPanel:
-        job_id, client = self.job_id(args.job), self.client(args.controller)
+        job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)
         with controller_errors(f"looking up {job_id}"):
             client.status(job_id)  # fail the cell now for an unknown id, not inside the panel
         return panel(client, job_id)
@@ -200,7 +227,7 @@ class FrayMagics(Magics):
 
         if args.tail < 0:
             raise usage(f"--tail must not be negative, got {args.tail}", f"{LINE} logs")
-        job_id, client = self.job_id(args.job), self.client(args.controller)
+        job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)
         with controller_errors(f"reading the logs of {job_id}"):
             client.status(job_id)
             page = client.logs(job_id, tail=args.tail > 0, max_lines=args.tail)
@@ -213,7 +240,7 @@ class FrayMagics(Magics):
     def _cancel(self, args: Any) -> None:
         from fray_jupyter.iris.states import is_job_finished, job_state_name
 
-        job_id, client = self.job_id(args.job), self.client(args.controller)
+        job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)
         with controller_errors(f"cancelling {job_id}"):
             before = client.status(job_id)
             if is_job_finished(before.state):

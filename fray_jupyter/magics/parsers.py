@@ -15,7 +15,7 @@ from typing import Any, Final, NoReturn
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from fray_jupyter.flags import add_fit_arguments, add_job_arguments
+from fray_jupyter.flags import add_connection_arguments, add_fit_arguments, add_job_arguments
 
 CELL: Final[str] = "%%fray"
 
@@ -31,9 +31,10 @@ Without --name the job is called cell-<hash of the cell and flags>: running the 
 while its job still runs shows that job rather than starting a second one (Fray's adopt-existing
 policy); once it has finished, a new run replaces it.
 
-Settings (controller URL, user, token variable): `%fray config`, c.FrayMagics.* in
-ipython_config.py, or $FRAY_CONTROLLER_URL, $FRAY_CONTROLLER_TOKEN, $IRIS_USER. With none, an
-embedded controller on this machine is started on first use.
+Settings (cluster, controller URL, user, token variable): `%fray config`, c.FrayMagics.* in
+ipython_config.py, or $FRAY_CLUSTER (then $MARIN_CLUSTER), $FRAY_CONTROLLER_URL,
+$FRAY_CONTROLLER_TOKEN, $IRIS_USER. With none, an embedded controller on this machine is started
+on first use.
 """
 
 CELL_EPILOG: Final[str] = """\
@@ -41,6 +42,7 @@ Examples:
   %%fray --tpu v5p-8 --slices 2
   %%fray --gpu H100x8 --replicas 2 --wait -o job
   %%fray --resources picker --workspace . --dry-run
+  %%fray --cluster marin --tpu v5p-8 --wait
 
 Other commands: %fray jobs | status ID | logs ID [--follow] | cancel ID | config [KEY [VALUE]]
 """
@@ -95,7 +97,7 @@ def cell_parser() -> FrayParser:
                                "unpacked into each task's work dir")
     notebook.add_argument("-o", "--output", metavar="VAR",
                           help="store the job handle (or, with --dry-run, the Plan) in VAR")
-    notebook.add_argument("--controller", metavar="URL", help="controller for this cell (http(s):// or grpc://)")
+    add_connection_arguments(parser)
     add_fit_arguments(parser, submits=True)
     mode = notebook.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the Plan that would be sent; send nothing")
@@ -107,7 +109,7 @@ def cell_parser() -> FrayParser:
 def line_parser() -> FrayParser:
     """The ``%fray <command>`` parser."""
     common = FrayParser(add_help=False)
-    common.add_argument("--controller", metavar="URL", help="controller to ask (http(s):// or grpc://)")
+    add_connection_arguments(common)
     parser = FrayParser(prog="fray", description=LINE_DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=FrayParser)
     jobs = commands.add_parser("jobs", parents=[common], help="table of recent jobs")

@@ -5,6 +5,9 @@ environment variable and then to a default.
 ==================  ==========================  =================================================
 key                 fallback                    then
 ==================  ==========================  =================================================
+``cluster``         (a URL setting or           ``$FRAY_CLUSTER``, then ``$MARIN_CLUSTER``; none:
+                    ``$FRAY_CONTROLLER_URL``    the URL or the embedded controller
+                    wins over these)
 ``controller_url``  ``$FRAY_CONTROLLER_URL``    the embedded controller's runtime file, else one
                                                 is started on first use
 ``user``            ``$IRIS_USER``              your login name
@@ -25,6 +28,7 @@ from urllib.parse import urlsplit
 
 from traitlets import HasTraits, TraitError
 
+from fray_jupyter.client.clusters import CLUSTER_ENV, CLUSTER_NAME, MARIN_CLUSTER_ENV, chosen_cluster
 from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
 from fray_jupyter.iris.user import USER_ENV, resolve_user
 from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path
@@ -48,6 +52,13 @@ def effective(owner: HasTraits, key: str) -> str | None:
     return (os.environ.get(env) or None) if env else None
 
 
+def cluster(owner: HasTraits) -> str | None:
+    """The named cluster the settings choose, or None (``client.clusters.chosen_cluster`` on the
+    ``cluster`` and ``controller_url`` settings: a setting beats the environment)."""
+    name = str(owner.cluster) or None  # type: ignore[attr-defined]
+    return chosen_cluster(name, str(owner.controller_url) or None)  # type: ignore[attr-defined]
+
+
 def token(owner: HasTraits) -> str | None:
     """The bearer token from the variable ``token_env`` names, or None (the runtime file's then)."""
     name = str(owner.token_env)  # type: ignore[attr-defined]
@@ -56,8 +67,17 @@ def token(owner: HasTraits) -> str | None:
 
 def _rows(owner: HasTraits) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
+    chosen = cluster(owner)
+    if chosen is not None:
+        source = ("config" if str(owner.cluster) else  # type: ignore[attr-defined]
+                  f"${CLUSTER_ENV}" if os.environ.get(CLUSTER_ENV) else f"${MARIN_CLUSTER_ENV}")
+        rows.append(("cluster", chosen, f"{source}; resolved by Iris's own code"))
+    else:
+        rows.append(("cluster", "", "none: the controller below"))
     url, env = str(owner.controller_url), os.environ.get(URL_ENV)  # type: ignore[attr-defined]
-    if url:
+    if chosen is not None:
+        rows.append(("controller_url", url, "not used: a cluster is chosen"))
+    elif url:
         rows.append(("controller_url", url, "config"))
     elif env:
         rows.append(("controller_url", env, f"${URL_ENV}"))
@@ -110,6 +130,9 @@ def validate(key: str, value: str) -> str:
     """``value`` for setting ``key``, checked; ``ValueError`` saying what is wrong."""
     if not value:
         return value
+    if key == "cluster" and not CLUSTER_NAME.fullmatch(value):
+        raise ValueError(f"cluster {value!r} must be a cluster name like marin or my-cluster "
+                         "(letters, digits, '.', '_', '-'); `iris cluster list` shows them")
     if key == "controller_url":
         check_controller_url("controller_url", value)
     elif key == "user":

@@ -114,8 +114,10 @@ def default_name(job: JobRequest, bundle: bytes) -> str:
     return NAME_PREFIX + digest.hexdigest()[:8]
 
 
-def cell_plan(args: argparse.Namespace, cell: str, namespace: Mapping[str, Any], *, user: str | None) -> CellPlan:
-    """The plan for a parsed ``%%fray`` line and its cell (see the module's rules)."""
+def cell_plan(args: argparse.Namespace, cell: str, namespace: Mapping[str, Any], *, user: str | None,
+              revision_date: str | None = None) -> CellPlan:
+    """The plan for a parsed ``%%fray`` line and its cell (see the module's rules); ``revision_date``
+    is the ``client_revision_date`` to send (None: ``plan()``'s default)."""
     check_body(cell)
     check_variable_name("-o", args.output)
     check_url("--controller", args.controller)
@@ -132,6 +134,6 @@ def cell_plan(args: argparse.Namespace, cell: str, namespace: Mapping[str, Any],
                             base_name=f"--resources {args.resources}")
         if args.name is None:
             job = job.model_copy(update={"name": default_name(job, blob)})
-        return CellPlan(plan(job, user=user, bundle=blob), bundle)
+        return CellPlan(plan(job, user=user, bundle=blob, revision_date=revision_date), bundle)
     except ValueError as error:
         raise usage(str(error)) from None

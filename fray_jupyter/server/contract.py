@@ -97,12 +97,30 @@ class LogPage(TypedDict):
 
 
 class ControllerStatus(TypedDict):
-    """``GET /fray/status``: the controller's URL, whether it answers, why not, the user."""
+    """``GET /fray/status``: the controller's URL, whether it answers, why not, the user, the cluster."""
 
     url: str
     reachable: bool
     error: str | None
     user: str | None
+    cluster: str | None
+    """The named Marin cluster the server is on; None: the embedded controller (or a URL)."""
+
+
+class ClusterChoice(TypedDict):
+    """A named cluster the user can switch to; ``logged_in``: the credential store has a record."""
+
+    name: str
+    logged_in: bool
+
+
+class ClusterList(TypedDict):
+    """``GET``/``POST /fray/clusters``: the cluster the server is on (None: the embedded controller),
+    the one line saying what to install for named clusters (None when they work), the choices."""
+
+    current: str | None
+    available: str | None
+    clusters: list[ClusterChoice]
 
 
 class ApiError(TypedDict):

@@ -8,6 +8,10 @@ Settings (``jupyter_server_config.py`` or the command line):
   server always share one controller. Turn it off to only ever show a controller someone else
   started (the sidebar then shows a banner).
 * ``c.FrayServer.rpc_timeout`` (default 10 s): how long one controller call may take.
+* ``c.FrayServer.cluster`` (default ""): a named Marin cluster the sidebar shows (resolved by Iris's
+  own code, needs fray-jupyter[marin]); empty: ``$FRAY_CLUSTER`` / ``$MARIN_CLUSTER`` when no
+  ``$FRAY_CONTROLLER_URL`` is set, else the controller the kernels find. The sidebar's switcher
+  changes it for the running server (``server.link``).
 
 Not a setting of this extension, but documented with it: widget round trips (the picker's preview)
 are faster with Nagle's algorithm off on Jupyter Server's kernel websockets, an opt-in
@@ -20,10 +24,17 @@ from typing import Any, Final
 
 from jupyter_server.serverapp import ServerApp
 from jupyter_server.utils import url_path_join
-from traitlets import Bool, Float
+from traitlets import Bool, Float, Unicode
 from traitlets.config import Configurable
 
-from fray_jupyter.server.handlers import CancelHandler, JobHandler, JobsHandler, LogsHandler, StatusHandler
+from fray_jupyter.server.handlers import (
+    CancelHandler,
+    ClustersHandler,
+    JobHandler,
+    JobsHandler,
+    LogsHandler,
+    StatusHandler,
+)
 from fray_jupyter.server.link import ControllerLink
 
 JOB: Final[str] = r"(?P<job_id>[^/]+)"
@@ -31,6 +42,7 @@ JOB: Final[str] = r"(?P<job_id>[^/]+)"
 
 ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     ("fray/status", StatusHandler),
+    ("fray/clusters", ClustersHandler),
     ("fray/jobs", JobsHandler),
     (f"fray/jobs/{JOB}", JobHandler),
     (f"fray/jobs/{JOB}/logs", LogsHandler),
@@ -44,6 +56,8 @@ class FrayServer(Configurable):
     start_controller = Bool(True, help="Start the embedded controller when none is configured or running.").tag(
         config=True)
     rpc_timeout = Float(10.0, help="Seconds one call to the controller may take.").tag(config=True)
+    cluster = Unicode("", help="Named Marin cluster to show; empty: $FRAY_CLUSTER, $MARIN_CLUSTER, else the "
+                               "controller the kernels find.").tag(config=True)
 
 
 def routes(base_url: str) -> list[tuple[str, type[Any]]]:
@@ -55,7 +69,8 @@ def _load_jupyter_server_extension(serverapp: ServerApp) -> None:
     """Put a ``ControllerLink`` in the app settings and add the routes."""
     settings = FrayServer(parent=serverapp)
     web_app = serverapp.web_app
-    web_app.settings["fray_link"] = ControllerLink(start=settings.start_controller, timeout=settings.rpc_timeout)
+    web_app.settings["fray_link"] = ControllerLink(start=settings.start_controller, timeout=settings.rpc_timeout,
+                                                  cluster=settings.cluster)
     web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))  # type: ignore[no-untyped-call]
     serverapp.log.info("fray_jupyter: Fray Jobs API at %sfray/ (start_controller=%s)",
                        web_app.settings["base_url"], settings.start_controller)

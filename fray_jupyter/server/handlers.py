@@ -26,14 +26,17 @@ from jupyter_server.base.handlers import APIHandler
 
 from fray_jupyter.client import (
     AuthenticationFailed,
+    ClusterUnavailable,
     ControllerUnreachable,
     FrayClient,
     FrayError,
     InvalidRequest,
     JobAlreadyExists,
     JobNotFound,
+    LoginRequired,
 )
 from fray_jupyter.client.client import SORT_FIELDS
+from fray_jupyter.client.clusters import CLUSTER_NAME, list_clusters, marin_unavailable
 from fray_jupyter.iris.states import JOB_STATES
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.server import contract, serialize
@@ -50,6 +53,8 @@ HTTP_STATUS: Final[tuple[tuple[type[FrayError], int, str], ...]] = (
     (InvalidRequest, 400, "invalid_request"),
     (JobAlreadyExists, 409, "already_exists"),
     (ControllerUnreachable, 503, "controller_unreachable"),
+    (ClusterUnavailable, 503, "cluster_unavailable"),
+    (LoginRequired, 502, "login_required"),
     (AuthenticationFailed, 502, "controller_refused_token"),
 )
 """Client error class → HTTP status and the ``code`` in the JSON body (first match wins)."""
@@ -86,7 +91,7 @@ class FrayHandler(APIHandler):
         start = self.wants_start()
 
         def run() -> T:
-            return verb(self.link.client(start=start))
+            return self.link.run(verb, start=start)
         try:
             return await asyncio.to_thread(run)
         except FrayError as error:
@@ -139,7 +144,34 @@ class StatusHandler(FrayHandler):
             user: str | None = resolve_user()
         except ValueError:
             user = None
-        self.reply(contract.ControllerStatus(url=status.url, reachable=status.reachable, error=status.error, user=user))
+        self.reply(contract.ControllerStatus(url=status.url, reachable=status.reachable, error=status.error, user=user,
+                                             cluster=status.cluster))
+
+
+class ClustersHandler(FrayHandler):
+    """``GET /fray/clusters``: the named cluster the server is on (``current``, null: the embedded
+    controller) and the clusters the user can switch to (``iris cluster list``'s, each with
+    ``logged_in``: the credential store has a record); ``available`` is null or the one line that
+    says what to install. ``POST ?cluster=NAME`` switches (``cluster=`` empty: the embedded
+    controller) and answers the same listing."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        self.reply(await asyncio.to_thread(self._listing))
+
+    @tornado.web.authenticated
+    async def post(self) -> None:
+        name = self.get_query_argument("cluster", None)
+        if name is None or (name and not CLUSTER_NAME.fullmatch(name)):
+            raise ApiError(400, f"cluster {name!r} must be a cluster name, or \"\" for the embedded controller",
+                           "bad_parameter")
+        self.link.selected = name
+        self.reply(await asyncio.to_thread(self._listing))
+
+    def _listing(self) -> contract.ClusterList:
+        return contract.ClusterList(
+            current=self.link.current_cluster(), available=marin_unavailable(),
+            clusters=[contract.ClusterChoice(name=entry.name, logged_in=entry.logged_in) for entry in list_clusters()])
 
 
 class JobsHandler(FrayHandler):

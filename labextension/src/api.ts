@@ -10,7 +10,16 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import type { IApiError, ICancelResult, IControllerStatus, IJobDetail, IJobPage, IJobQuery, ILogPage } from './types';
+import type {
+  IApiError,
+  ICancelResult,
+  IClusterList,
+  IControllerStatus,
+  IJobDetail,
+  IJobPage,
+  IJobQuery,
+  ILogPage
+} from './types';
 
 /** A failed call: `status` 0 when the Jupyter server did not answer at all. */
 export class FrayApiError extends Error {
@@ -94,4 +103,14 @@ export function getLogs(jobId: string, cursor = 0, options: { tail?: boolean; ma
 /** Terminate the job; resolves to its status afterwards. */
 export function cancelJob(jobId: string): Promise<ICancelResult> {
   return request<ICancelResult>(jobPath(jobId, 'cancel'), { method: 'POST' });
+}
+
+/** The cluster the server is on and the named clusters the user has. */
+export function getClusters(): Promise<IClusterList> {
+  return request<IClusterList>(['clusters']);
+}
+
+/** Switch the server to a named cluster (`''`: the embedded controller); resolves to the new listing. */
+export function selectCluster(name: string): Promise<IClusterList> {
+  return request<IClusterList>(['clusters'], { method: 'POST' }, { cluster: name });
 }

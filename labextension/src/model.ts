@@ -99,6 +99,23 @@ export class JobsModel {
     return changed;
   }
 
+  /** The server was switched to another cluster: forget what was shown (the next refresh reloads it). */
+  clusterSwitched(): void {
+    this.status = null;
+    this.page = null;
+    this.open = null;
+    this.offset = 0;
+    this.connectionError = null;
+    this.actionError = null;
+    this._changed.emit();
+  }
+
+  /** Show a one-line error that did not come from a refresh (e.g. switching clusters failed). */
+  showError(message: string): void {
+    this.actionError = message;
+    this._changed.emit();
+  }
+
   setFilters(filters: Partial<IFilters>): void {
     this.filters = { ...this.filters, ...filters };
     this.offset = 0;

@@ -9,6 +9,7 @@ import { Widget } from '@lumino/widgets';
 import { JOB_STATES, badgeFor } from './badges';
 import { badge, button, el } from './dom';
 import { formatAgo, formatDuration, jobDuration, progressText } from './format';
+import { ClusterSwitcher } from './clusters';
 import { JobView } from './jobview';
 import { JobsModel, PAGE_SIZE } from './model';
 import type { IJob } from './types';
@@ -60,6 +61,13 @@ export class JobsPanel extends Widget {
     this._older = button('Older', () => this._page(1), { className: 'fj-Link' });
     this._controller = el('p', { className: 'fj-Muted fj-Controller' });
     this._jobView = new JobView(model, now);
+    this._clusters = new ClusterSwitcher(
+      () => {
+        this.model.clusterSwitched();
+        this.onRefresh();
+      },
+      message => this.model.showError(message)
+    );
 
     this._listView = el('div', {
       className: 'fj-ListView',
@@ -75,6 +83,7 @@ export class JobsPanel extends Widget {
         className: 'fj-Header',
         children: [
           el('h2', { text: 'Fray Jobs' }),
+          this._clusters.node,
           button('⟳', () => this.onRefresh(), {
             className: 'fj-IconButton',
             attrs: { 'aria-label': 'Refresh jobs', title: 'Refresh' }
@@ -94,6 +103,7 @@ export class JobsPanel extends Widget {
   /** Shown again: refresh now and follow closely. */
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
+    void this._clusters.load();
     this.onRefresh();
   }
 
@@ -119,7 +129,10 @@ export class JobsPanel extends Widget {
     this._bannerText.textContent = model.connectionError ?? '';
     this._error.hidden = model.actionError === null;
     this._error.textContent = model.actionError ?? '';
-    this._controller.textContent = model.status?.url ? `Controller: ${model.status.url}` : '';
+    const cluster = model.status?.cluster;
+    this._controller.textContent = model.status?.url
+      ? `${cluster ? `Cluster ${cluster} · ` : ''}Controller: ${model.status.url}`
+      : '';
 
     const open = model.open;
     this._listView.hidden = open !== null;
@@ -194,4 +207,5 @@ export class JobsPanel extends Widget {
   private _controller: HTMLParagraphElement;
   private _listView: HTMLDivElement;
   private _jobView: JobView;
+  private _clusters: ClusterSwitcher;
 }

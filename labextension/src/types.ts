@@ -76,6 +76,21 @@ export interface IControllerStatus {
   reachable: boolean;
   error: string | null;
   user: string | null;
+  /** The named Marin cluster the server is on; null: the embedded controller (or a URL). */
+  cluster: string | null;
+}
+
+export interface IClusterChoice {
+  name: string;
+  logged_in: boolean;
+}
+
+/** `GET /fray/clusters`: the cluster the server is on and the named clusters the user can pick. */
+export interface IClusterList {
+  current: string | null;
+  /** null, or the one line saying what to install for named clusters. */
+  available: string | null;
+  clusters: IClusterChoice[];
 }
 
 export interface IApiError {

@@ -1,0 +1,160 @@
+"""Child process of ``tests/test_client_clusters.py`` (see ``tests/marin_home.py``): runs one
+scenario against named clusters with a private HOME and prints one JSON line of what it saw.
+
+Scenarios:
+
+* ``twin``: the local-kind manifest ``twin`` resolved by name (Iris starts a genuine local
+  cluster); a job run, followed and listed, another cancelled; the resolution counted and checked
+  closed with the client.
+* ``edge``: an IAP-fronted manifest ``edge`` whose edge is a recording forwarder to a real Iris
+  controller (``$UPSTREAM``). The login record in the credential store holds a refresh token; Google's
+  token endpoint is out of reach here, so ``google.oauth2.credentials.Credentials.refresh`` — the
+  call rigging's ``IapRefreshTokenProvider`` makes — is replaced: it mints ``idtoken-N`` valid for
+  ``$LIFETIME`` seconds, or raises ``RefreshError`` (an expired or revoked login) when ``$EXPIRED``
+  is set. ``$REJECT_FIRST``: the edge answers the first call 401, as IAP does for a stale token.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+
+from fray_jupyter.client import FrayError, connect, list_clusters
+from fray_jupyter.planning import plan
+from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
+from fray_jupyter.resources.environment import EnvironmentConfig
+from tests.marin_home import iap_manifest
+
+RESOLUTIONS: list[str] = []
+
+
+def count_resolutions() -> None:
+    """Count Iris's ``connect_controller`` calls (the module looks it up at each resolution)."""
+    from iris.cli import connect as iris_connect
+
+    real = iris_connect.connect_controller
+
+    def counting(**kwargs: Any) -> Any:
+        RESOLUTIONS.append(str(kwargs.get("cluster_name")))
+        return real(**kwargs)
+
+    iris_connect.connect_controller = counting
+
+
+def job(name: str, *argv: str) -> JobRequest:
+    workspace = Path(os.environ["TMPDIR"]) / "workspace"
+    workspace.mkdir(exist_ok=True)
+    return JobRequest(name=name, entrypoint=Entrypoint.from_binary(argv[0], list(argv[1:])),
+                      resources=ResourceConfig(cpu=1, ram="512m", disk="1g"),
+                      environment=EnvironmentConfig(workspace=str(workspace), setup_scripts=[]))
+
+
+def twin() -> dict[str, Any]:
+    from fray_jupyter.iris.proto import job_pb2
+
+    client = connect(cluster="twin")
+    out: dict[str, Any] = {"name": client.cluster_name, "kind": client.cluster.kind if client.cluster else ""}
+    done = client.submit(plan(job("hello", "echo", "hello-from-twin"), user="alice"))
+    out["lines"] = [entry.data for entry in client.follow(done, timeout=120)]
+    out["state"] = job_pb2.JobState.Name(client.wait(done, timeout=60).state)
+    long = client.submit(plan(job("sleeper", "sleep", "300"), user="alice"))
+    deadline = time.monotonic() + 60
+    while client.state([long])[long] != job_pb2.JOB_STATE_RUNNING and time.monotonic() < deadline:
+        time.sleep(0.1)
+    out["listed"] = sorted(status.job_id for status in client.list().jobs)
+    client.terminate(long)
+    out["cancelled"] = job_pb2.JobState.Name(client.wait(long, timeout=60).state)
+    out["clusters"] = [[entry.name, entry.logged_in] for entry in list_clusters() if entry.name == "twin"]
+    url = client.url
+    out["resolutions"] = list(RESOLUTIONS)
+    client.close()
+    try:
+        httpx.get(url + "/health", timeout=2)
+        out["answers_after_close"] = True
+    except httpx.TransportError:
+        out["answers_after_close"] = False
+    return out
+
+
+def fake_google_refresh(lifetime: float, expired: bool) -> list[str]:
+    """Replace the OAuth refresh rigging's IAP provider makes (see the module docstring)."""
+    import google.auth.exceptions
+    import google.oauth2.credentials
+
+    minted: list[str] = []
+
+    def refresh(self: Any, request: Any) -> None:
+        if expired:
+            raise google.auth.exceptions.RefreshError("invalid_grant: Token has been expired or revoked.")
+        minted.append(f"idtoken-{len(minted) + 1}")
+        self.token = f"access-{len(minted)}"
+        self._id_token = minted[-1]
+        self.expiry = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(seconds=lifetime)
+
+    google.oauth2.credentials.Credentials.refresh = refresh
+    return minted
+
+
+def start_edge(upstream: str, reject_first: bool) -> tuple[ThreadingHTTPServer, list[dict[str, str | None]]]:
+    """A recording forwarder standing in for the IAP edge in front of a real Iris controller."""
+    seen: list[dict[str, str | None]] = []
+
+    class Edge(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["content-length"]))
+            seen.append({"proxy-authorization": self.headers.get("proxy-authorization"),
+                         "authorization": self.headers.get("authorization")})
+            if reject_first and len(seen) == 1:
+                status, content, kind = 401, b'{"code":"unauthenticated","message":"IAP: stale token"}', "application/json"
+            else:
+                reply = httpx.post(upstream + self.path, content=body, headers={
+                    "content-type": self.headers["content-type"], "connect-protocol-version": "1"})
+                status, content, kind = reply.status_code, reply.content, reply.headers["content-type"]
+            self.send_response(status)
+            self.send_header("content-type", kind)
+            self.send_header("content-length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Edge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+def edge() -> dict[str, Any]:
+    minted = fake_google_refresh(float(os.environ.get("LIFETIME", "3600")), bool(os.environ.get("EXPIRED")))
+    server, seen = start_edge(os.environ["UPSTREAM"], bool(os.environ.get("REJECT_FIRST")))
+    clusters = Path.home() / ".config" / "marin" / "clusters"
+    (clusters / "edge.yaml").write_text(iap_manifest("edge", f"http://127.0.0.1:{server.server_address[1]}"))
+    out: dict[str, Any] = {}
+    with connect(cluster="edge") as client:
+        out["url_is_edge"] = client.url == f"http://127.0.0.1:{server.server_address[1]}"
+        try:
+            for _ in range(3):
+                client.list(limit=1)
+        except FrayError as error:
+            out["error"] = [type(error).__name__, str(error)]
+    server.shutdown()
+    out.update(seen=seen, minted=minted, resolutions=list(RESOLUTIONS))
+    return out
+
+
+if __name__ == "__main__":
+    count_resolutions()
+    print(json.dumps({"twin": twin, "edge": edge}[sys.argv[1]]()), flush=True)

@@ -1,0 +1,141 @@
+"""client.clusters: a cluster name resolves through Iris's own ``connect_controller`` (manifests in
+``~/.config/marin/clusters``, credentials from rigging's store), every call carries the current
+token, an expired login is one line, the resolution lives as long as the client.
+
+Real parts: a local-kind manifest starts a genuine Iris local cluster; the IAP path runs against a
+real Iris controller behind a recording edge. IAP itself (Google's token endpoint, the real edge)
+cannot be reached here: the tests stop at the token provider's boundary, replacing only the OAuth
+refresh call rigging's provider makes (``tests/cluster_child.py``)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fray_jupyter.client import clusters
+from fray_jupyter.client.clusters import CLUSTER_ENV, MARIN_CLUSTER_ENV, chosen_cluster
+from fray_jupyter.client.discovery import URL_ENV
+from fray_jupyter.client.errors import ClusterUnavailable
+from fray_jupyter.controller.iris_local import unavailable_reason
+from tests.marin_home import TWIN_MANIFEST, marin_home, run_child
+from tests.real_iris import real_iris_controller
+
+needs_iris = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+
+
+@pytest.fixture(scope="module")
+def iris_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if unavailable_reason() is not None:
+        pytest.skip(str(unavailable_reason()))
+    with real_iris_controller(tmp_path_factory.mktemp("iris")) as url:
+        yield url
+
+
+# -- which cluster --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("cluster", "url", "env", "chosen"), [
+    ("a", None, {CLUSTER_ENV: "b"}, "a"),
+    ("a", "http://x:1", {}, "a"),
+    (None, "http://x:1", {CLUSTER_ENV: "b"}, None),
+    (None, None, {URL_ENV: "http://x:1", CLUSTER_ENV: "b"}, None),
+    (None, None, {CLUSTER_ENV: "b", MARIN_CLUSTER_ENV: "c"}, "b"),
+    (None, None, {MARIN_CLUSTER_ENV: "c"}, "c"),
+    (None, None, {}, None),
+])
+def test_a_named_cluster_beats_a_url_at_the_same_level_and_the_environment_comes_last(
+        monkeypatch: pytest.MonkeyPatch, cluster: str | None, url: str | None, env: dict[str, str],
+        chosen: str | None) -> None:
+    for name in (CLUSTER_ENV, MARIN_CLUSTER_ENV, URL_ENV):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert chosen_cluster(cluster, url) == chosen
+
+
+def test_without_marin_naming_a_cluster_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_version = importlib.metadata.version
+
+    def version(name: str) -> str:
+        if name == "marin-iris":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real_version(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    with pytest.raises(ClusterUnavailable) as caught:
+        clusters.connect_cluster("marin")
+    assert str(caught.value) == ("cluster marin: named clusters need Marin's Iris (marin-iris is not installed): "
+                                 "pip install 'fray-jupyter[marin]'")
+    assert clusters.list_clusters() == []
+
+
+@needs_iris
+def test_an_unknown_cluster_is_one_line_from_iris() -> None:
+    with pytest.raises(ClusterUnavailable) as caught:
+        clusters.connect_cluster("no-such-cluster-anywhere")
+    assert str(caught.value) == ("cluster no-such-cluster-anywhere: Unknown cluster 'no-such-cluster-anywhere'. "
+                                 "Run `iris cluster list` to see available clusters.")
+
+
+# -- a local-kind manifest, resolved by name ----------------------------------------------------------
+@needs_iris
+def test_a_local_kind_manifest_in_the_users_config_dir_runs_jobs_and_closes_with_the_client(tmp_path: Path) -> None:
+    seen = run_child("twin", marin_home(tmp_path, {"twin": TWIN_MANIFEST}))
+    assert seen["name"] == "twin" and seen["kind"] == "local"
+    assert seen["lines"] == ["hello-from-twin"] and seen["state"] == "JOB_STATE_SUCCEEDED"
+    assert seen["listed"] == ["/alice/hello", "/alice/sleeper"]
+    assert seen["cancelled"] == "JOB_STATE_KILLED"
+    assert seen["resolutions"] == ["twin"]  # one resolution for every call of the client
+    assert seen["clusters"] == [["twin", True]]  # Iris's local cluster wrote its credential record
+    assert seen["answers_after_close"] is False  # the local cluster was closed with the client
+
+
+# -- an IAP-fronted manifest: the credential store, token refresh, expired logins ---------------------
+def edge_home(tmp_path: Path) -> Path:
+    return marin_home(tmp_path, {}, {"edge": {"endpoint": "https://edge.example", "edge_refresh_token": "refresh-1"}})
+
+
+def test_every_call_carries_the_edge_token_minted_from_the_stored_login(tmp_path: Path, iris_url: str) -> None:
+    seen = run_child("edge", edge_home(tmp_path), UPSTREAM=iris_url, MARIN_CLUSTER_TOKEN="app-token")
+    assert "error" not in seen and seen["url_is_edge"]
+    assert [call["proxy-authorization"] for call in seen["seen"]] == ["Bearer idtoken-1"] * 3
+    assert [call["authorization"] for call in seen["seen"]] == ["Bearer app-token"] * 3
+    assert seen["minted"] == ["idtoken-1"]  # cached while valid
+    assert seen["resolutions"] == ["edge"]
+
+
+def test_a_token_about_to_expire_is_refreshed_before_the_call(tmp_path: Path, iris_url: str) -> None:
+    seen = run_child("edge", edge_home(tmp_path), UPSTREAM=iris_url, LIFETIME="120")  # inside the margin
+    assert [call["proxy-authorization"] for call in seen["seen"]] == [
+        "Bearer idtoken-1", "Bearer idtoken-2", "Bearer idtoken-3"]
+    assert all(call["authorization"] is None for call in seen["seen"])
+
+
+def test_an_expired_login_is_one_line_saying_to_log_in(tmp_path: Path, iris_url: str) -> None:
+    seen = run_child("edge", edge_home(tmp_path), UPSTREAM=iris_url, EXPIRED="1")
+    kind, message = seen["error"]
+    assert kind == "LoginRequired" and "\n" not in message
+    assert message.startswith("not logged in to cluster 'edge', or the login expired (")
+    assert message.endswith("; run `iris --cluster edge login`")
+    assert seen["seen"] == []  # nothing was sent without a token
+    assert seen["resolutions"] == ["edge", "edge"]  # re-resolved once (a new login may be in the store)
+
+
+def test_a_call_the_edge_refuses_re_resolves_the_cluster_once_and_is_sent_again(tmp_path: Path,
+                                                                                 iris_url: str) -> None:
+    seen: dict[str, Any] = run_child("edge", edge_home(tmp_path), UPSTREAM=iris_url, REJECT_FIRST="1")
+    assert "error" not in seen
+    assert len(seen["seen"]) == 4  # the refused call, then the three calls
+    assert seen["resolutions"] == ["edge", "edge"]
+
+
+@needs_iris
+def test_a_named_cluster_gets_the_revision_date_of_the_installed_iris(monkeypatch: pytest.MonkeyPatch) -> None:
+    from iris import version
+
+    monkeypatch.setattr(version, "_CACHED", None)
+    monkeypatch.setenv("IRIS_REVISION_DATE", "2031-02-03")
+    assert clusters.iris_revision_date() == version.client_revision_date() == "2031-02-03"
+    monkeypatch.setattr(version, "_CACHED", None)
