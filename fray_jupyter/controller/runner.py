@@ -23,7 +23,8 @@ controller's environment), the job's ``environment.env_vars``, then the Iris var
 ``PYTHONUNBUFFERED``        ``1``, so Python output reaches the log as it is printed
 ==========================  ===============================================================
 
-Iris variables (names as a real Iris worker sets them, plus two of ours):
+Iris variables (names as a real Iris worker sets them, and no others: task code reads its identity
+with ``fray_jupyter.task_info()``):
 
 ==========================  ===============================================================
 ``IRIS_TASK_ID``            ``/<user>/<job>/<index>:<attempt>``
@@ -38,8 +39,6 @@ Iris variables (names as a real Iris worker sets them, plus two of ours):
 ``IRIS_WORKER_ID``          ``WORKER_ID`` (this machine acting as the one worker)
 ``IRIS_ATTEMPT_UID``        a random hex id unique to this attempt
 ``IRIS_BUNDLE_ID``          the job's ``bundle_id`` (empty without a bundle)
-``IRIS_JOB_ID``             ``/<user>/<job>`` (ours; Iris has no such variable)
-``IRIS_TASK_INDEX``         the task's index, ``0 … replicas-1`` (ours)
 ==========================  ===============================================================
 """
 
@@ -156,8 +155,6 @@ def task_environment(
         "IRIS_WORKER_ID": WORKER_ID,
         "IRIS_ATTEMPT_UID": task.attempt_uid,
         "IRIS_BUNDLE_ID": bundle_id,
-        "IRIS_JOB_ID": task.job_id,
-        "IRIS_TASK_INDEX": str(task.index),
     })
     return env
 
