@@ -39,6 +39,9 @@ with ``fray_jupyter.task_info()``):
 ``IRIS_WORKER_ID``          ``WORKER_ID`` (this machine acting as the one worker)
 ``IRIS_ATTEMPT_UID``        a random hex id unique to this attempt
 ``IRIS_BUNDLE_ID``          the job's ``bundle_id`` (empty without a bundle)
+``IRIS_ADVERTISE_HOST``     ``127.0.0.1``: the host a task advertises its services on
+``IRIS_BIND_HOST``          ``127.0.0.1``: where a task binds them (Iris: ``0.0.0.0``; this is one machine)
+``IRIS_VENV``               ``sys.prefix`` of the controller's Python (Iris: the venv setup built)
 ==========================  ===============================================================
 """
 
@@ -68,6 +71,7 @@ MAX_BUNDLE_ENTRIES: Final[int] = 50_000
 """A bundle may hold at most this many entries (files and directories)."""
 MAX_LINE_CHARS: Final[int] = 64 * 1024
 WORKER_ID: Final[str] = "fray-local"
+LOOPBACK: Final[str] = "127.0.0.1"
 SYSTEM_PATH: Final[tuple[str, ...]] = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """The system part of a task's ``PATH`` (a Debian-based image's default)."""
 PASS_ENV_VAR: Final[str] = "FRAY_CONTROLLER_PASS_ENV"
@@ -155,6 +159,9 @@ def task_environment(
         "IRIS_WORKER_ID": WORKER_ID,
         "IRIS_ATTEMPT_UID": task.attempt_uid,
         "IRIS_BUNDLE_ID": bundle_id,
+        "IRIS_ADVERTISE_HOST": LOOPBACK,
+        "IRIS_BIND_HOST": LOOPBACK,
+        "IRIS_VENV": sys.prefix,
     })
     return env
 
