@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["plan", "Plan"], "fray_jupyter.planning"),
     **dict.fromkeys(["ResourcePicker", "JobStatusPanel"], "fray_jupyter.widgets"),
     **dict.fromkeys(["connect", "FrayClient", "FrayError", "JobHandle"], "fray_jupyter.client"),
+    **dict.fromkeys(["task_info", "TaskInfo"], "fray_jupyter.task"),
     **dict.fromkeys(["RemoteError", "ResultUnavailable"], "fray_jupyter.client.results"),
     **dict.fromkeys(["fray_client", "submit", "FrayProtocolClient", "FrayJobHandle"], "fray_jupyter.fray_client"),
     **dict.fromkeys(["FrayMagics"], "fray_jupyter.magics"),

@@ -11,18 +11,23 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.discovery import connect
 from fray_jupyter.controller import iris_local
-from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.proto import controller_pb2, job_pb2, vm_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
 from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, read_runtime_file
+from tests.twin import Outcome, places, rpc, settle
+
+C = controller_pb2.Controller
 
 needs_iris = pytest.mark.skipif(iris_local.unavailable_reason() is not None,
                                 reason=str(iris_local.unavailable_reason()))
@@ -56,7 +61,7 @@ def test_iris_local_serves_the_client_through_the_runtime_file(tmp_path: Path, m
         assert info.url == f"http://127.0.0.1:{port}" and info.grpc_url == "" and info.token == ""
         assert info.pid == process.pid and stat.S_IMODE(runtime_file.stat().st_mode) == 0o600
         assert f"iris-local connect={info.url}" in (tmp_path / "out.log").read_text()
-        assert (home / ".config" / "marin" / "credentials" / "local.json").exists()  # the user's HOME, not a private one
+        assert (home / ".config" / "marin" / "credentials" / "fray-local.json").exists()  # the user's HOME, not a private one
 
         monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime_dir))
         monkeypatch.delenv("FRAY_CONTROLLER_URL", raising=False)
@@ -117,7 +122,6 @@ def test_unavailable_reason_names_every_missing_distribution(monkeypatch: pytest
     (["--token", "x"], "--token cannot be used with --iris-local"),
     (["--grpc-port", "5000", "--slots", "2"], "--grpc-port, --slots cannot be used with --iris-local"),
     (["--host", "0.0.0.0"], "--host cannot be used with --iris-local"),
-    (["--iris-workers", "0"], "--iris-workers must be at least 1"),
 ])
 def test_flags_that_do_not_apply_are_refused(flags: list[str], words: str) -> None:
     result = subprocess.run([sys.executable, "-m", "fray_jupyter.controller", "--iris-local", *flags],
@@ -125,7 +129,81 @@ def test_flags_that_do_not_apply_are_refused(flags: list[str], words: str) -> No
     assert result.returncode == 2 and words in result.stderr
 
 
-def test_iris_workers_needs_iris_local() -> None:
-    result = subprocess.run([sys.executable, "-m", "fray_jupyter.controller", "--iris-workers", "3"],
-                            check=False, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and "--iris-workers needs --iris-local" in result.stderr
+# -- --cluster-config ----------------------------------------------------------------------------------
+@needs_iris
+@pytest.mark.parametrize("name, words", [
+    ("nope", "--cluster-config 'nope': does not exist; give 'default' (built in), 'marin' (marin-iris's manifest) "
+             "or the path of an Iris cluster-config YAML"),
+    ("bad.yaml", "--cluster-config '{tmp}/bad.yaml': Iris cannot load it: "),
+    ("{tmp}", "--cluster-config '{tmp}': is a directory; give 'default'"),
+])
+def test_a_bad_cluster_config_is_one_line_naming_it(tmp_path: Path, name: str, words: str) -> None:
+    (tmp_path / "bad.yaml").write_text("scale_groups: {cpu: {num_vms: 1, resources: {cpu: 1, device_type: cpu}}}\n")
+    name = str(tmp_path / name) if name == "bad.yaml" else name.format(tmp=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "fray_jupyter.controller", "--iris-local", "--cluster-config", name,
+         "--state-dir", str(tmp_path / "state"), "--runtime-file", str(tmp_path / "rt.json")],
+        check=False, capture_output=True, text=True, timeout=120, env=dict(os.environ, HOME=str(tmp_path / "home")))
+    assert result.returncode == 2 and result.stdout == "", result
+    assert result.stderr.count("\n") == 1 and words.format(tmp=tmp_path) in result.stderr, result.stderr
+    assert not (tmp_path / "rt.json").exists()
+
+
+@needs_iris
+def test_the_marin_manifest_starts_with_every_group_and_no_warm_slice(tmp_path: Path) -> None:
+    with iris_local.iris_local_cluster(tmp_path, cluster_config="marin") as url, FrayClient(url) as client:
+        def groups() -> dict[str, vm_pb2.ScaleGroupStatus]:
+            status = rpc(client, "GetAutoscalerStatus", C.GetAutoscalerStatusRequest(), C.GetAutoscalerStatusResponse)
+            return {group.name: group for group in status.status.groups}
+
+        first = groups()
+        assert len(first) == 82
+        assert not [name for name, group in first.items() if group.slice_state_counts["ready"]]
+        assert {group.region for group in first.values() if group.device_variant == "v5p-16"} == {
+            "us-central1", "us-east5"}
+        deadline = time.monotonic() + 30  # the status is a snapshot of the autoscaler's next evaluation (0.5 s)
+        while {group.idle_threshold_ms for group in groups().values()} != {iris_local.IDLE_SECONDS * 1000}:
+            assert time.monotonic() < deadline, {group.idle_threshold_ms for group in groups().values()}
+            time.sleep(0.2)
+
+
+# -- the built-in profile on the genuine scheduler -----------------------------------------------------
+@pytest.fixture(scope="module")
+def twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
+    """A genuine Iris local cluster with the built-in profile, for the module."""
+    if iris_local.unavailable_reason() is not None:
+        pytest.skip(str(iris_local.unavailable_reason()))
+    with iris_local.iris_local_cluster(tmp_path_factory.mktemp("twin")) as url, FrayClient(url) as client:
+        yield client
+
+
+def _submit(client: FrayClient, name: str, resources: ResourceConfig, tmp_path: Path) -> str:
+    job = JobRequest(name=name, entrypoint=Entrypoint.from_binary("sh", ["-c", "true"]), resources=resources,
+                     environment=EnvironmentConfig(workspace=str(tmp_path), setup_scripts=[]))
+    return client.submit(plan(job, user="fray-test"))
+
+
+@pytest.mark.parametrize("variant, vms", [("v5p-16", 2), ("v4-32", 4)])
+def test_a_multi_vm_slice_runs_as_one_gang(twin: FrayClient, tmp_path: Path, variant: str, vms: int) -> None:
+    job_id = _submit(twin, f"gang-{variant}", ResourceConfig.with_tpu(variant), tmp_path)
+    assert settle(twin, [job_id])[job_id] == Outcome("runs", job_pb2.JOB_STATE_SUCCEEDED, "")
+    placed = places(twin, job_id)
+    assert len({place.tpu_name for place in placed.values()}) == 1  # one tpu-name: one slice
+    assert {index: place.tpu_worker_id for index, place in placed.items()} == {i: i for i in range(vms)}
+
+
+def test_two_v4_32_slices_stay_pending_with_iris_reason(twin: FrayClient, tmp_path: Path) -> None:
+    job_id = _submit(twin, "v4-32x2", ResourceConfig.with_tpu("v4-32", slice_count=2), tmp_path)
+    try:
+        found = settle(twin, [job_id])[job_id]
+        assert found.verdict == "pending", found
+        assert "Coscheduling: need 8 workers in same 'tpu-name' group, largest group has " in found.reason
+        assert ("coschedule_mismatch: job needs 8 tasks coscheduled but no matching group has num_vms=8 "
+                "(tpu_v4_32=4)") in found.reason
+    finally:
+        twin.terminate(job_id)
+
+
+def test_a_fray_default_cpu_job_succeeds(twin: FrayClient, tmp_path: Path) -> None:
+    job_id = _submit(twin, "fray-default", ResourceConfig(), tmp_path)  # 1 core, 4g, 64g disk
+    assert twin.wait(job_id, timeout=120).state == job_pb2.JOB_STATE_SUCCEEDED

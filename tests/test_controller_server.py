@@ -56,8 +56,9 @@ def _task_lines(wire: Wire, job_id: str) -> dict[str, list[str]]:
 
 def test_four_replica_job_runs_four_processes_with_iris_env(wire: Wire) -> None:
     name = f"env-{wire.transport}-{wire.codec}"
-    script = ('echo "index=$IRIS_TASK_INDEX id=$IRIS_TASK_ID n=$IRIS_NUM_TASKS job=$IRIS_JOB_ID pid=$$ '
-              'unbuffered=$PYTHONUNBUFFERED"; test "$PWD" = "$IRIS_WORKDIR"; test -x "$IRIS_PYTHON"; '
+    script = ('"$IRIS_PYTHON" -c "from fray_jupyter import task_info; t = task_info(); '
+              'print(f\'index={t.task_index} job={t.job_id}\', end=\' \')"; '
+              'echo "id=$IRIS_TASK_ID n=$IRIS_NUM_TASKS pid=$$ unbuffered=$PYTHONUNBUFFERED"; test "$PWD" = "$IRIS_WORKDIR"; test -x "$IRIS_PYTHON"; '
               '"$IRIS_PYTHON" -c "import json, os; json.loads(os.environ[\'IRIS_TASK_RESOURCES\'])"')
     job_id = wire.launch(launch_request(name, script, replicas=4))
     assert job_id == f"/alice/{name}"
@@ -133,7 +134,7 @@ def test_each_attempt_records_an_output_archive_as_iris_does(controller: Control
     recorded: a retried task has one archive per attempt; a job with no files records EMPTY."""
     A = J.TaskOutputArchive
     wire = controller.wire("grpc")
-    script = 'mkdir -p "$IRIS_OUTPUT_DIR/d"; echo "$IRIS_TASK_ID" > "$IRIS_OUTPUT_DIR/d/who.txt"; exit $IRIS_TASK_INDEX'
+    script = 'mkdir -p "$IRIS_OUTPUT_DIR/d"; echo "$IRIS_TASK_ID" > "$IRIS_OUTPUT_DIR/d/who.txt"; i=${IRIS_TASK_ID##*/}; i=${i%%:*}; exit $i'
     job_id = wire.launch(launch_request("outputs", script, replicas=2, max_retries_failure=1, max_task_failures=5))
     assert wire.wait(job_id, TERMINAL).state == J.JOB_STATE_FAILED
     first, second = wire.tasks(job_id)

@@ -192,7 +192,7 @@ def test_timeout_fails_the_task_without_retry(tmp_path: Path) -> None:
 
 def test_a_failed_gang_member_restarts_the_whole_gang(tmp_path: Path) -> None:
     marker = tmp_path / "failed-once"
-    script = f'if [ "$IRIS_TASK_INDEX" = 0 ] && mkdir {marker} 2>/dev/null; then exit 1; fi; sleep 0.5'
+    script = f'i=${{IRIS_TASK_ID##*/}}; i=${{i%%:*}}; if [ "$i" = 0 ] && mkdir {marker} 2>/dev/null; then exit 1; fi; sleep 0.5'
 
     async def body(core: Core) -> None:
         job_id = core.launch(launch_request(

@@ -91,7 +91,7 @@ def test_real_iris_guide_uses_only_existing_fray_jupyter_flags() -> None:
     controller_help = subprocess.run([sys.executable, "-m", "fray_jupyter.cli", "controller", "--help"],
                                      capture_output=True, text=True, check=True).stdout
     controller_flags = _flags_after("fray-jupyter controller")
-    assert {"--iris-local", "--iris-workers"} <= controller_flags
+    assert {"--iris-local", "--cluster-config"} <= controller_flags
     assert not [flag for flag in controller_flags if flag not in controller_help]
     cell_flags = _flags_after("%%fray")
     assert {"--controller", "--wait"} <= cell_flags

@@ -35,7 +35,8 @@ from tests.jupyter_isolation import isolated_jupyter
 
 USER = "tester"
 PER_TASK_ENV = ("import os\n"
-                "print('task', os.environ['IRIS_TASK_INDEX'], 'of', os.environ['IRIS_NUM_TASKS'],\n"
+                "from fray_jupyter import task_info\n"
+                "print('task', task_info().task_index, 'of', os.environ['IRIS_NUM_TASKS'],\n"
                 "      'id', os.environ['IRIS_TASK_ID'])\n")
 LONG = "import time\nprint('started', flush=True)\ntime.sleep(60)\n"
 

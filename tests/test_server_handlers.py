@@ -141,7 +141,7 @@ def test_jobs_filters_sorts_and_pages(api: Callable[..., Reply], shared: Control
 
 
 def test_job_detail_has_its_tasks(api: Callable[..., Reply], shared: ControllerProcess) -> None:
-    job_id = submit(shared, "echo task $IRIS_TASK_INDEX", replicas=3, wait_for=FINISHED)
+    job_id = submit(shared, 'echo task "${IRIS_TASK_ID##*/}"', replicas=3, wait_for=FINISHED)
     reply = api(job_path(job_id))
     assert reply.code == 200
     assert reply.body["job"]["job_id"] == job_id

@@ -1,6 +1,6 @@
 """``python -m fray_jupyter.controller [--host H] [--port P] [--grpc-port G] [--state-dir DIR]
-[--runtime-file PATH] [--slots N] [--token TOKEN]``, or ``... --iris-local [--port P] [--state-dir DIR]
-[--runtime-file PATH] [--iris-workers N]`` for a genuine Iris local cluster."""
+[--runtime-file PATH] [--slots N] [--token TOKEN] [--cluster-config NAME|PATH]``, or ``... --iris-local [--port P] [--state-dir DIR]
+[--runtime-file PATH] [--cluster-config NAME|PATH]`` for a genuine Iris local cluster."""
 
 import sys
 

@@ -1,11 +1,25 @@
 """A genuine Iris local cluster (marin-iris[controller]) in a child process: what
-``fray-jupyter controller --iris-local``, the tests and the benches start.
+``fray-jupyter controller --iris-local [--cluster-config NAME|PATH]``, the tests and the benches
+start — the twin the embedded controller is checked against (``tests/differential``).
 
 Rules:
 
-* The child (``python -m fray_jupyter.controller.iris_local <workers> <port>``) runs
-  ``LocalCluster(make_local_cluster_config(workers)).start()`` on 127.0.0.1, prints the
-  controller's URL as its first stdout line, and closes the cluster when its stdin reaches end
+* The cluster's scale groups come from a cluster manifest in Iris's own schema, loaded with Iris's
+  ``load_config`` then ``make_local_config``: no name (or ``default``) is fray-jupyter's built-in
+  profile (``fray_jupyter/cluster/default.yaml``, the one the embedded controller uses by default);
+  ``marin`` is the manifest shipped in marin-iris (``iris/config/marin.yaml``, 82 groups), with the
+  ``principal:`` identities dropped from ``auth`` (a local cluster cannot resolve them), every
+  ``max_slices`` capped at ``MARIN_MAX_SLICES`` and ``buffer_slices`` at 0 (unedited, its buffers
+  start 18 warm slices); anything else is the path of a YAML file in that schema.
+* TPU slices are emulated by one worker thread per VM with Iris's ``tpu-name`` / ``tpu-worker-id``
+  attributes; tasks run as real processes. The autoscaler brings a slice up on demand (about 2.5 s)
+  and reclaims it ``IDLE_SECONDS`` after it goes idle (Iris's own 600 s is meant for cloud VMs).
+* Iris's local workers report ``LOCAL_WORKER_RAM`` and ``LOCAL_WORKER_DISK`` whatever the manifest
+  says, so a group declaring more per VM is lowered to those figures (one log line names it): LaunchJob
+  then refuses what no local worker could hold, instead of accepting a job that would pend for ever.
+* The child (``python -m fray_jupyter.controller.iris_local <config> <port>``, ``<config>`` empty for
+  the built-in profile) prints the controller's URL as its first stdout line — or ``error: <one
+  line>`` when the manifest cannot be loaded — and closes the cluster when its stdin reaches end
   of file (the parent closed it, or the parent died) or when it gets SIGTERM or SIGINT.
 * The cluster runs in Iris's null-auth mode (loopback clients need no token) and speaks Connect
   over HTTP/1.1 only: it has no native gRPC URL.
@@ -29,15 +43,36 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Any, Final
 
 IRIS_VERSION: Final[str] = "0.2.227.dev40316220070"
 REQUIREMENT: Final[str] = f"marin-iris[controller]=={IRIS_VERSION}"
 DISTRIBUTIONS: Final[tuple[str, ...]] = ("marin-iris", "marin-finelog-server")
 """What ``--iris-local`` imports: Iris itself and the log server of its ``[controller]`` extra."""
-DEFAULT_WORKERS: Final[int] = 2
 START_TIMEOUT: Final[float] = 60.0
 STOP_TIMEOUT: Final[float] = 30.0
+IDLE_SECONDS: Final[float] = 30.0
+MARIN_MAX_SLICES: Final[int] = 2
+LOCAL_WORKER_RAM: Final[int] = 1000 * 1024**3
+"""What every Iris local worker reports as its memory (``InMemoryGcpService``), whatever the manifest says."""
+LOCAL_WORKER_DISK: Final[int] = 100 * 1024**3
+"""What every Iris local worker reports as its disk."""
+CONFIG_NAMES: Final[str] = "'default' (built in), 'marin' (marin-iris's manifest) or the path of an Iris cluster-config YAML"
+
+
+class ClusterConfigError(ValueError):
+    """A ``--cluster-config`` that names no manifest, or one Iris cannot load (one line)."""
+
+
+def check_cluster_config(name: str | None) -> None:
+    """Raise ``ClusterConfigError`` (naming ``name`` and what is allowed) unless ``name`` is None,
+    ``default``, ``marin`` or a readable file; the manifest itself is checked by Iris in the child."""
+    if name is None or name in ("default", "marin"):
+        return
+    path = Path(name).expanduser()
+    if not path.is_file() or not os.access(path, os.R_OK):
+        what = "is a directory" if path.is_dir() else "is not a readable file" if path.exists() else "does not exist"
+        raise ClusterConfigError(f"--cluster-config {name!r}: {what}; give {CONFIG_NAMES}")
 
 
 class IrisLocalUnavailable(RuntimeError):
@@ -98,24 +133,31 @@ def child_environment(*, home: Path | None = None, tmp: Path | None = None) -> d
     return env
 
 
-def start(log: Path, *, workers: int = DEFAULT_WORKERS, port: int = 0, home: Path | None = None,
+def start(log: Path, *, cluster_config: str | None = None, port: int = 0, home: Path | None = None,
           tmp: Path | None = None, timeout: float = START_TIMEOUT) -> IrisLocalCluster:
-    """Start the child (HOME and TMPDIR replaced where given, stderr to ``log``) and wait for
-    its URL line. Raises ``IrisLocalUnavailable`` (quoting the log) when marin-iris[controller]
-    is missing, or the child exits or prints nothing within ``timeout`` seconds."""
+    """Start the child for ``cluster_config`` (see the module rules; HOME and TMPDIR replaced where
+    given, stderr to ``log``) and wait for its URL line. Raises ``ClusterConfigError`` for a manifest
+    that does not exist or that Iris refuses, and ``IrisLocalUnavailable`` (quoting the log) when
+    marin-iris[controller] is missing, or the child exits or prints nothing within ``timeout`` seconds."""
     reason = unavailable_reason("an Iris local cluster")
     if reason is not None:
         raise IrisLocalUnavailable(reason)
+    check_cluster_config(cluster_config)
+    if cluster_config is not None and cluster_config not in ("default", "marin"):
+        cluster_config = str(Path(cluster_config).expanduser().resolve())
     log.parent.mkdir(parents=True, exist_ok=True)
     env = child_environment(home=home, tmp=tmp)
     with log.open("w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(workers), str(port)], stdin=subprocess.PIPE,
+            [sys.executable, "-m", __name__, cluster_config or "", str(port)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=stderr, env=env, text=True,
         )
     assert process.stdout is not None
     cluster = IrisLocalCluster("", process, log)
     line = _first_line(process.stdout, timeout)
+    if line.startswith("error: "):
+        cluster.stop(timeout=5)
+        raise ClusterConfigError(line.removeprefix("error: ").strip())
     if not line.startswith("http://"):
         cluster.stop(timeout=5)
         raise IrisLocalUnavailable(f"the Iris local cluster did not start (see {log}): {cluster.log_tail()}")
@@ -124,10 +166,10 @@ def start(log: Path, *, workers: int = DEFAULT_WORKERS, port: int = 0, home: Pat
 
 
 @contextlib.contextmanager
-def iris_local_cluster(scratch: Path, *, workers: int = DEFAULT_WORKERS) -> Iterator[str]:
-    """Yield the URL of a cluster that writes only under ``scratch`` (``home``, ``tmp``,
-    ``iris.log``); stop it at the end of the block."""
-    cluster = start(scratch / "iris.log", workers=workers, home=scratch / "home", tmp=scratch / "tmp")
+def iris_local_cluster(scratch: Path, *, cluster_config: str | None = None) -> Iterator[str]:
+    """Yield the URL of a cluster (``cluster_config`` as in ``start``) that writes only under
+    ``scratch`` (``home``, ``tmp``, ``iris.log``); stop it at the end of the block."""
+    cluster = start(scratch / "iris.log", cluster_config=cluster_config, home=scratch / "home", tmp=scratch / "tmp")
     try:
         yield cluster.url
     finally:
@@ -142,24 +184,101 @@ def _first_line(stream: IO[str], timeout: float) -> str:
 
 
 # -- the child -----------------------------------------------------------------------------------
-def serve(workers: int, port: int) -> None:
+def _built_in_manifest() -> Path:
+    from fray_jupyter.cluster.profile import BUILT_IN
+
+    return BUILT_IN
+
+
+def _marin_manifest(scratch: Path) -> Path:
+    """marin-iris's manifest with its ``principal:`` identities dropped, written under ``scratch``."""
+    import yaml  # type: ignore[import-untyped, unused-ignore]
+
+    from fray_jupyter.cluster.profile import marin_manifest
+
+    data = yaml.safe_load(marin_manifest().read_text())
+    auth = data.get("auth") or {}
+    if isinstance(auth.get("user_roles"), dict):
+        auth["user_roles"] = {k: v for k, v in auth["user_roles"].items() if not str(k).startswith("principal:")}
+    for key in ("admin_users", "allowed_submitters"):
+        if isinstance(auth.get(key), list):
+            auth[key] = [v for v in auth[key] if not str(v).startswith("principal:")]
+    path = scratch / "marin.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def load_local_config(name: str | None, scratch: Path) -> Any:
+    """The ``IrisClusterConfig`` the child starts for ``name`` (see the module rules); raises
+    ``ClusterConfigError`` with Iris's own complaint about a manifest it refuses."""
+    from iris.cluster.config import load_config, make_local_config  # type: ignore[import-untyped, unused-ignore]
+
+    marin = name == "marin"
+    path = _built_in_manifest() if name in (None, "", "default") else _marin_manifest(scratch) if marin else Path(name)
+    try:
+        config = load_config(path)
+    except Exception as error:  # Iris raises ValueError, pydantic's ValidationError, yaml errors, OSError…
+        detail = " ".join(str(error).split())
+        raise ClusterConfigError(f"--cluster-config {name!r}: Iris cannot load it: {detail[:500]}") from None
+    if not config.scale_groups:
+        raise ClusterConfigError(f"--cluster-config {name!r} has no scale_groups")
+    for group in config.scale_groups.values():
+        if marin:
+            group.max_slices = min(group.max_slices, MARIN_MAX_SLICES)
+            group.buffer_slices = 0
+        resources = group.resources
+        if resources is not None:
+            lowered = [f"{what} {value / 1024**3:g} GiB -> {limit / 1024**3:g} GiB"
+                       for what, value, limit in (("ram", resources.memory_bytes, LOCAL_WORKER_RAM),
+                                                  ("disk", resources.disk_bytes, LOCAL_WORKER_DISK)) if value > limit]
+            if lowered:
+                print(f"iris-local: group {group.name}: {', '.join(lowered)} (what a local worker has)", file=sys.stderr)
+            resources.memory_bytes = min(resources.memory_bytes, LOCAL_WORKER_RAM)
+            resources.disk_bytes = min(resources.disk_bytes, LOCAL_WORKER_DISK)
+    return make_local_config(config)
+
+
+def _shorten_idle_threshold(cluster: Any, seconds: float) -> None:
+    """Reclaim idle slices after ``seconds``: ``create_local_autoscaler`` builds each ``ScalingGroup``
+    with Iris's cloud default (600 s) and no way to pass another."""
+    from rigging.timing import Duration  # type: ignore[import-untyped, unused-ignore]
+
+    groups = getattr(getattr(cluster, "_autoscaler", None), "_groups", None)
+    if not isinstance(groups, dict):
+        print("iris-local: cannot shorten the idle threshold (Iris's autoscaler changed)", file=sys.stderr)
+        return
+    for group in groups.values():
+        if hasattr(group, "_idle_threshold"):
+            group._idle_threshold = Duration.from_seconds(seconds)
+
+
+def serve(name: str | None, port: int) -> None:
     """The child's body (see the module rules)."""
-    from iris.cluster.local_cluster import LocalCluster, make_local_cluster_config  # type: ignore[import-untyped]
+    import tempfile
+
+    from iris.cluster.local_cluster import LocalCluster  # type: ignore[import-untyped]
 
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    config = make_local_cluster_config(workers)
-    if port:
-        config.controller.local.port = port
-    cluster = LocalCluster(config)
-    try:
-        print(cluster.start(), flush=True)
-        os.dup2(2, 1)  # nobody reads stdout any more: later prints must not fill the pipe
-        threading.Thread(target=_set_at_end_of_input, args=(done,), daemon=True).start()
-        done.wait()
-    finally:
-        cluster.close()
+    with tempfile.TemporaryDirectory(prefix="fray-iris-local-") as scratch:
+        try:
+            config = load_local_config(name or None, Path(scratch))
+        except ClusterConfigError as error:
+            print(f"error: {error}", flush=True)
+            return
+        if port:
+            config.controller.local.port = port
+        cluster = LocalCluster(config)
+        try:
+            url = cluster.start()
+            _shorten_idle_threshold(cluster, IDLE_SECONDS)
+            print(url, flush=True)
+            os.dup2(2, 1)  # nobody reads stdout any more: later prints must not fill the pipe
+            threading.Thread(target=_set_at_end_of_input, args=(done,), daemon=True).start()
+            done.wait()
+        finally:
+            cluster.close()
 
 
 def _set_at_end_of_input(done: threading.Event) -> None:
@@ -168,4 +287,4 @@ def _set_at_end_of_input(done: threading.Event) -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]))

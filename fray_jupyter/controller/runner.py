@@ -24,7 +24,8 @@ controller's environment), the job's ``environment.env_vars``, then the Iris var
 ``PYTHONUNBUFFERED``        ``1``, so Python output reaches the log as it is printed
 ==========================  ===============================================================
 
-Iris variables (names as a real Iris worker sets them, plus two of ours):
+Iris variables (names as a real Iris worker sets them, and no others: task code reads its identity
+with ``fray_jupyter.task_info()``):
 
 ==========================  ===============================================================
 ``IRIS_TASK_ID``            ``/<user>/<job>/<index>:<attempt>``
@@ -39,8 +40,9 @@ Iris variables (names as a real Iris worker sets them, plus two of ours):
 ``IRIS_WORKER_ID``          ``WORKER_ID`` (this machine acting as the one worker)
 ``IRIS_ATTEMPT_UID``        a random hex id unique to this attempt
 ``IRIS_BUNDLE_ID``          the job's ``bundle_id`` (empty without a bundle)
-``IRIS_JOB_ID``             ``/<user>/<job>`` (ours; Iris has no such variable)
-``IRIS_TASK_INDEX``         the task's index, ``0 … replicas-1`` (ours)
+``IRIS_ADVERTISE_HOST``     ``127.0.0.1``: the host a task advertises its services on
+``IRIS_BIND_HOST``          ``127.0.0.1``: where a task binds them (Iris: ``0.0.0.0``; this is one machine)
+``IRIS_VENV``               ``sys.prefix`` of the controller's Python (Iris: the venv setup built)
 ==========================  ===============================================================
 """
 
@@ -72,6 +74,7 @@ MAX_BUNDLE_ENTRIES: Final[int] = 50_000
 """A bundle may hold at most this many entries (files and directories)."""
 MAX_LINE_CHARS: Final[int] = 64 * 1024
 WORKER_ID: Final[str] = "fray-local"
+LOOPBACK: Final[str] = "127.0.0.1"
 SYSTEM_PATH: Final[tuple[str, ...]] = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """The system part of a task's ``PATH`` (a Debian-based image's default)."""
 PASS_ENV_VAR: Final[str] = "FRAY_CONTROLLER_PASS_ENV"
@@ -159,8 +162,9 @@ def task_environment(
         "IRIS_WORKER_ID": WORKER_ID,
         "IRIS_ATTEMPT_UID": task.attempt_uid,
         "IRIS_BUNDLE_ID": bundle_id,
-        "IRIS_JOB_ID": task.job_id,
-        "IRIS_TASK_INDEX": str(task.index),
+        "IRIS_ADVERTISE_HOST": LOOPBACK,
+        "IRIS_BIND_HOST": LOOPBACK,
+        "IRIS_VENV": sys.prefix,
     })
     return env
 

@@ -14,12 +14,13 @@ without a token are let in when they connect over loopback from a socket of this
 OS user (as Marin's ``FrayIrisClient`` does; see ``rpc.Authenticator``), unless
 ``--require-token``.
 
-``--iris-local`` runs a genuine Iris local cluster (``iris_local``) instead, in the foreground
-the same way: once it answers, the runtime file gets its URL with an empty ``grpc_url`` (it
+``--iris-local`` runs a genuine Iris local cluster (``iris_local``) instead, its scale groups from
+``--cluster-config`` (the built-in profile by default; a bad name or a manifest Iris refuses exits 2
+with one line), in the foreground the same way: once it answers, the runtime file gets its URL with an empty ``grpc_url`` (it
 speaks Connect only) and an empty token (null-auth mode), and one line with the URL is
 printed; SIGTERM or SIGINT removes the file, closes the cluster and exits 0. Its state and log
 live in ``<state dir>/iris-local`` (TMPDIR of the cluster's process). HOME is left alone, so
-jobs see the user's HOME, and Iris writes ``~/.config/marin/credentials/local.json`` as its own
+jobs see the user's HOME, and Iris writes ``~/.config/marin/credentials/<cluster name>.json`` as its own
 ``iris cluster start --local`` does. Without marin-iris[controller] it exits 1 with one line
 naming the package to install.
 """
@@ -70,9 +71,6 @@ _LOG = logging.getLogger("fray_jupyter.controller")
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line (see ``--help``)."""
-    # imported here, not at module level: iris_local also runs as a script (python -m)
-    from fray_jupyter.controller.iris_local import DEFAULT_WORKERS
-
     parser = argparse.ArgumentParser(
         prog="fray-jupyter controller",
         description="Run the embedded Iris-compatible controller (or, with --iris-local, a genuine Iris "
@@ -98,9 +96,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="refuse calls without the token even from your own OS user (default: your own "
                              "processes on loopback need none, as with a real Iris)")
     parser.add_argument("--iris-local", action="store_true",
-                        help="run a genuine Iris local cluster (needs marin-iris[controller]) instead")
-    parser.add_argument("--iris-workers", type=int, default=None,
-                        help=f"with --iris-local: local Iris workers (default: {DEFAULT_WORKERS})")
+                        help="run a genuine Iris local cluster (needs marin-iris[controller]) instead, its scale "
+                             "groups from --cluster-config")
     args = parser.parse_args(argv)
     if args.slots is not None and args.slots < 1:
         parser.error("--slots must be at least 1")
@@ -114,13 +111,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if unsupported:
             parser.error(f"{', '.join(unsupported)} cannot be used with --iris-local (it serves Connect only, "
                          f"on {DEFAULT_HOST}, in null-auth mode)")
-        if args.iris_workers is not None and args.iris_workers < 1:
-            parser.error("--iris-workers must be at least 1")
-    elif args.iris_workers is not None:
-        parser.error("--iris-workers needs --iris-local")
     args.host = args.host or DEFAULT_HOST
     args.grpc_port = args.grpc_port or 0
-    args.iris_workers = args.iris_workers or DEFAULT_WORKERS
     return args
 
 
@@ -215,13 +207,18 @@ def serve_iris_local(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        cluster = iris_local.start(root / "iris.log", workers=args.iris_workers, port=args.port, tmp=root / "tmp")
+        cluster = iris_local.start(root / "iris.log", cluster_config=args.cluster_config, port=args.port,
+                                   tmp=root / "tmp")
+    except iris_local.ClusterConfigError as error:
+        print(f"fray controller: {error}", file=sys.stderr)
+        return 2
     except iris_local.IrisLocalUnavailable as error:
         print(f"fray controller: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
     try:
         write_runtime_file(ControllerInfo(url=cluster.url, grpc_url="", token="", pid=os.getpid()), runtime_file)
-        print(f"fray controller: iris-local connect={cluster.url} workers={args.iris_workers} state={root} "
+        print(f"fray controller: iris-local connect={cluster.url} cluster={args.cluster_config or 'default'} "
+              f"state={root} "
               f"runtime-file={runtime_file}", flush=True)
         while not stop.wait(0.2):
             if cluster.process.poll() is not None:

@@ -11,8 +11,8 @@ from playwright.sync_api import Locator, Page, expect
 
 LOAD = "%load_ext fray_jupyter.magics"
 PER_TASK = ("%%fray --replicas 2 --name ui-hello\n"
-            "import os\n"
-            "print('hello from task', os.environ['IRIS_TASK_INDEX'], '<b>not bold</b>')")
+            "from fray_jupyter import task_info\n"
+            "print('hello from task', task_info().task_index, '<b>not bold</b>')")
 LONG = ("%%fray --name ui-long\n"
         "import time\n"
         "print('working', flush=True)\n"

@@ -1,0 +1,56 @@
+"""The two controllers of the differential suite, one of each for the whole package: a genuine Iris
+local cluster (the twin) and the embedded controller, both with the built-in cluster profile."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from fray_jupyter.client.client import FrayClient
+from fray_jupyter.cluster.profile import load_profile
+from fray_jupyter.controller import iris_local
+from fray_jupyter.iris.proto import controller_pb2
+from tests.controller_harness import start_controller, stop_quietly
+from tests.twin import rpc
+
+C = controller_pb2.Controller
+WARM_TIMEOUT = 120.0
+
+
+def _wait_for_warm_slices(client: FrayClient) -> None:
+    """Block until every group's warm slices (``buffer_slices``) are ready: a gang that only warm workers
+    can hold must find them up, or its first pending reason would read as 'never'."""
+    wanted = {g.name: min(g.buffer_slices, g.max_slices) for g in load_profile().groups}
+    deadline = time.monotonic() + WARM_TIMEOUT
+    while True:
+        status = rpc(client, "GetAutoscalerStatus", C.GetAutoscalerStatusRequest(), C.GetAutoscalerStatusResponse)
+        ready = {g.name: g.slice_state_counts["ready"] for g in status.status.groups}
+        workers = rpc(client, "ListWorkers", C.ListWorkersRequest(), C.ListWorkersResponse).workers
+        if all(ready.get(name, 0) >= count for name, count in wanted.items()) and all(w.healthy for w in workers):
+            return
+        assert time.monotonic() < deadline, f"warm slices not ready after {WARM_TIMEOUT} s: {ready}"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="package")
+def twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
+    """A genuine Iris local cluster with the built-in profile, its warm slices up."""
+    if iris_local.unavailable_reason() is not None:
+        pytest.skip(str(iris_local.unavailable_reason()))
+    with iris_local.iris_local_cluster(tmp_path_factory.mktemp("twin")) as url, FrayClient(url) as client:
+        _wait_for_warm_slices(client)
+        yield client
+
+
+@pytest.fixture(scope="package")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
+    """The embedded controller with the same (built-in) profile."""
+    root = tmp_path_factory.mktemp("embedded")
+    controller = start_controller(root / "state", "--cluster-config", "default", "--slots", "16")
+    try:
+        with FrayClient(controller.info.url, controller.info.token) as client:
+            yield client
+    finally:
+        stop_quietly(controller)

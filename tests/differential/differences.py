@@ -1,0 +1,55 @@
+"""Every difference the differential suite keeps between the embedded controller and the genuine Iris
+0.2.227 scheduler (the twin: ``fray-jupyter controller --iris-local``), both with the built-in profile.
+Each entry says what differs, why, and whether it is kept on purpose ("Kept") or still to close ("To
+close", with where). The suite fails on a difference not listed here and on a listed one that no
+longer occurs, so this file is the complete, current account.
+
+Over the corpus (52 jobs, ``corpus.py``) the two agree on every LaunchJob accept/refuse and its gRPC
+code, on every verdict (runs / pending for ever / refused), on the autoscaler's reason for every job
+pending for ever, and on every gang's placement (one tpu-name / leafgroup, task i on tpu-worker-id i).
+"""
+
+from __future__ import annotations
+
+CONSTRAINTS_TAIL = " (constraints: "
+"""LaunchJob refusals end with the job's constraints. Iris writes them as Python reprs
+(``Constraint(key='device-type', op=<ConstraintOp.EQ: 0>, …)``), the embedded controller as
+``device-type==tpu``: the same constraints, readable. The suite compares messages up to this tail.
+Kept: the embedded controller's form is meant for people; nothing parses either."""
+
+_CACHES = ("Kept: Iris points the task at its container mounts (/uv/cache, /hf/cache, /cargo — "
+           "iris.cluster.runtime.env.STANDARD_MOUNTS); on the embedded controller those paths do not exist, and "
+           "tasks use the user's own caches.")
+_TPU_INIT = ("Kept: Iris tells JAX to use the TPU it placed the task on; the embedded controller (and this "
+             "machine) has no TPU, so forcing TPU init would make every JAX task fail. (The twin sets it too, "
+             "with no TPU: its tasks would fail the same way if they imported JAX.)")
+
+ENV_ONLY_ON_TWIN: dict[str, str] = {
+    "IRIS_WORKER_REGION": "To close (controller/runner.py): the worker's region (empty on a group without one); "
+                          "get_job_info() reads it as worker_region.",
+    "IRIS_JOB_CONSTRAINTS": "To close (controller/runner.py): the job's region/zone constraints, which Iris "
+                            "passes on so a child job submitted from the task inherits them (get_job_info() "
+                            "parses it). Only jobs with a region or zone get it.",
+    "PJRT_DEVICE": _TPU_INIT,
+    "JAX_FORCE_TPU_INIT": _TPU_INIT,
+    "UV_CACHE_DIR": _CACHES,
+    "UV_LINK_MODE": _CACHES,
+    "UV_PROJECT_ENVIRONMENT": _CACHES,
+    "UV_PYTHON_INSTALL_DIR": _CACHES,
+    "HF_HUB_CACHE": _CACHES,
+    "CARGO_HOME": _CACHES,
+    "CARGO_TARGET_DIR": _CACHES,
+}
+"""Variables a task sees on the twin and not on the embedded controller (names only: values differ by
+nature — work dirs, worker ids, URLs)."""
+
+ENV_ONLY_ON_EMBEDDED: dict[str, str] = {}
+"""Variables a task sees on the embedded controller and not on the twin: none (IRIS_JOB_ID and
+IRIS_TASK_INDEX are gone; task code uses ``fray_jupyter.task_info()``)."""
+
+CASE_DIFFERENCES: dict[tuple[str, str], str] = {}
+"""(corpus job, aspect) → why they differ; aspects are launch, message, verdict, reason, partition.
+Empty: no job differs in any aspect. The embedded controller reports every task on one worker
+(``fray-local``) instead of an emulated slice, so its own task → worker map says nothing; its gangs
+start all-or-nothing on local slots, and its partition is ``plan().groups`` — which the twin's actual
+placement is checked against."""

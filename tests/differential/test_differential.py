@@ -1,0 +1,199 @@
+"""The proof that the embedded controller is a faithful twin of the genuine Iris scheduler: every corpus
+job (``corpus.py``) is planned with ``plan()`` and sent to both, with the same cluster profile, and
+compared on
+
+* LaunchJob: accepted, or refused with which gRPC code (and the message);
+* the verdict: runs / pending for ever (decided from Iris's own pending reason, ``tests/twin.py``) /
+  refused, and for a job pending for ever the autoscaler's reason;
+* the task → gang partition: on the twin, read back through ListTasks → ListWorkers (tasks of a gang
+  share one ``tpu-name`` / ``leafgroup`` value, task i on ``tpu-worker-id`` i) and checked against
+  ``plan().groups``;
+* the names of the task environment's variables, modulo ``differences.ENV_ONLY_ON_TWIN`` /
+  ``ENV_ONLY_ON_EMBEDDED``.
+
+Every difference found must be listed in ``differences.py`` with its explanation, and every listed
+difference must still occur: the file is the complete, current account.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from fray_jupyter.client.client import FrayClient
+from fray_jupyter.client.errors import FrayError
+from fray_jupyter.planning import Plan, plan
+from fray_jupyter.resources import Entrypoint, JobRequest
+from fray_jupyter.resources.environment import EnvironmentConfig
+from tests.differential.corpus import CORPUS, ENV_COMMAND, Case
+from tests.differential.differences import CASE_DIFFERENCES, CONSTRAINTS_TAIL, ENV_ONLY_ON_EMBEDDED, ENV_ONLY_ON_TWIN
+from tests.twin import Outcome, Place, partition, places, settle
+
+USER = "diff"
+_INHERITED = frozenset(os.environ) | {"PYTEST_CURRENT_TEST"}
+"""The twin passes its own environment (this process's) on to tasks: those names say nothing about Iris."""
+
+
+@dataclass
+class Side:
+    """What one controller did with one job."""
+
+    launch: str  # "accepted" or "refused <code>"
+    message: str = ""
+    job_id: str = ""
+    outcome: Outcome | None = None
+    env: frozenset[str] = frozenset()
+    placed: dict[int, Place] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return "refused" if self.outcome is None else self.outcome.verdict
+
+    @property
+    def autoscaler_reason(self) -> str:
+        reason = self.outcome.reason if self.outcome is not None else ""
+        return reason.split("Unsatisfied autoscaler demand: ", 1)[-1].strip() if reason else ""
+
+
+def plan_of(case: Case, workspace: Path) -> Plan:
+    job = JobRequest(name=case.name, entrypoint=Entrypoint.from_binary("sh", ["-c", ENV_COMMAND]),
+                     resources=case.resources, environment=EnvironmentConfig(workspace=str(workspace), setup_scripts=[]))
+    return plan(job, user=USER)
+
+
+def _env_keys(client: FrayClient, job_id: str) -> frozenset[str]:
+    lines = [entry.data for entry in client.logs(job_id).entries if entry.key.startswith(f"{job_id}/0:")
+             and "IRIS_TASK_ID" in entry.data]
+    return frozenset(lines[0].split()) - _INHERITED if lines else frozenset()
+
+
+def run_corpus(client: FrayClient, plans: dict[str, Plan]) -> dict[str, Side]:
+    """Submit every plan, wait for every verdict (and for every job that runs to end), read back env and
+    placement, and stop the jobs left pending."""
+    sides: dict[str, Side] = {}
+    for name, p in plans.items():
+        try:
+            sides[name] = Side("accepted", job_id=client.submit(p))
+        except FrayError as error:
+            sides[name] = Side(f"refused {error.code}", error.detail)
+    accepted = {side.job_id: side for side in sides.values() if side.job_id}
+    for job_id, found in settle(client, accepted).items():
+        accepted[job_id].outcome = found
+    for job_id, side in accepted.items():
+        if side.verdict == "runs":
+            side.env = _env_keys(client, job_id)
+            side.placed = places(client, job_id)
+        elif side.verdict == "pending":
+            client.terminate(job_id)
+    return sides
+
+
+@pytest.fixture(scope="module")
+def results(twin: FrayClient, embedded: FrayClient,
+            tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Plan, Side, Side]]:
+    workspace = tmp_path_factory.mktemp("workspace")
+    plans = {case.name: plan_of(case, workspace) for case in CORPUS}
+    on_twin = run_corpus(twin, plans)
+    on_embedded = run_corpus(embedded, plans)
+    return {name: (plans[name], on_twin[name], on_embedded[name]) for name in plans}
+
+
+def comparable(message: str) -> str:
+    """A refusal message without its ``(constraints: …)`` tail (``differences.CONSTRAINTS_TAIL``)."""
+    return message.split(CONSTRAINTS_TAIL, 1)[0]
+
+
+def observed_differences(p: Plan, twin: Side, embedded: Side) -> dict[str, str]:
+    """aspect → what differs (empty when the embedded controller did what Iris did)."""
+    found: dict[str, str] = {}
+    if twin.launch != embedded.launch:
+        found["launch"] = f"twin {twin.launch} ({twin.message}); embedded {embedded.launch} ({embedded.message})"
+    elif comparable(twin.message) != comparable(embedded.message):
+        found["message"] = f"twin {twin.message!r}; embedded {embedded.message!r}"
+    if twin.launch == embedded.launch == "accepted":
+        if twin.verdict != embedded.verdict:
+            found["verdict"] = (f"twin {twin.verdict} {twin.outcome}; embedded {embedded.verdict} {embedded.outcome}")
+        elif twin.verdict == "pending" and twin.autoscaler_reason != embedded.autoscaler_reason:
+            found["reason"] = f"twin {twin.autoscaler_reason!r}; embedded {embedded.autoscaler_reason!r}"
+    if twin.verdict == "runs":
+        gang = next((g for g in p.groups if g.gang), None)
+        if gang is not None:
+            key = (lambda place: place.tpu_name) if p.group_by == "tpu-name" else (lambda place: place.leafgroup)
+            seen = partition(twin.placed, key)
+            expected = tuple(tuple(g.tasks) for g in p.groups)
+            in_order = p.group_by != "tpu-name" or all(pl.tpu_worker_id == i for i, pl in twin.placed.items())
+            if seen != expected or not in_order:
+                found["partition"] = f"twin placed {seen} (in worker order: {in_order}); plan says {expected}"
+    return found
+
+
+def _env_difference(twin: Side, embedded: Side) -> tuple[frozenset[str], frozenset[str]]:
+    if twin.verdict != "runs" or embedded.verdict != "runs" or not twin.env or not embedded.env:
+        return frozenset(), frozenset()
+    return twin.env - embedded.env, embedded.env - twin.env
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[case.name for case in CORPUS])
+def test_embedded_controller_does_what_iris_does(results: dict[str, tuple[Plan, Side, Side]], case: Case) -> None:
+    p, twin, embedded = results[case.name]
+    assert twin.verdict != "undecided" and embedded.verdict != "undecided", (twin, embedded)
+    observed = observed_differences(p, twin, embedded)
+    documented = {aspect: why for (name, aspect), why in CASE_DIFFERENCES.items() if name == case.name}
+    unexplained = {aspect: detail for aspect, detail in observed.items() if aspect not in documented}
+    stale = sorted(set(documented) - set(observed))
+    assert not unexplained, f"unexplained differences for {case.name}: {unexplained}"
+    assert not stale, f"differences.py lists {stale} for {case.name}, which no longer differ: remove them"
+
+
+def test_task_environments_name_the_same_variables(results: dict[str, tuple[Plan, Side, Side]]) -> None:
+    """Modulo the documented keys, a task sees the same variable names on both controllers; every
+    documented key still differs somewhere."""
+    seen_twin: dict[str, list[str]] = {}
+    seen_embedded: dict[str, list[str]] = {}
+    compared = 0
+    for name, (_, twin, embedded) in results.items():
+        only_twin, only_embedded = _env_difference(twin, embedded)
+        compared += bool(twin.env and embedded.env)
+        for key in only_twin:
+            seen_twin.setdefault(key, []).append(name)
+        for key in only_embedded:
+            seen_embedded.setdefault(key, []).append(name)
+    assert compared >= 10
+    unexplained = {f"only the twin sets {k}": sorted(v)[:3] for k, v in seen_twin.items() if k not in ENV_ONLY_ON_TWIN}
+    unexplained.update({f"only the embedded controller sets {k}": sorted(v)[:3]
+                        for k, v in seen_embedded.items() if k not in ENV_ONLY_ON_EMBEDDED})
+    assert not unexplained, "\n".join(f"{k} (e.g. {v})" for k, v in sorted(unexplained.items()))
+    assert set(ENV_ONLY_ON_TWIN) == set(seen_twin) and set(ENV_ONLY_ON_EMBEDDED) == set(seen_embedded), (
+        "differences.py lists variables that no longer differ")
+
+
+def test_refusals_differ_only_in_how_the_constraints_are_written(results: dict[str, tuple[Plan, Side, Side]]) -> None:
+    """Both refuse with '<reason> (constraints: …)'; Iris writes the list as Python reprs, the embedded
+    controller as ``key==value`` (``differences.CONSTRAINTS_TAIL``)."""
+    refused = [(twin.message, embedded.message) for _, twin, embedded in results.values()
+               if twin.launch.startswith("refused") and CONSTRAINTS_TAIL in twin.message]
+    assert refused
+    for on_twin, on_embedded in refused:
+        assert on_twin.split(CONSTRAINTS_TAIL, 1)[1].startswith("[Constraint(key=")
+        assert CONSTRAINTS_TAIL in on_embedded and "Constraint(key=" not in on_embedded
+
+
+def test_the_corpus_covers_every_verdict(results: dict[str, tuple[Plan, Side, Side]]) -> None:
+    """At least 40 jobs, and each verdict (runs, pending for ever, refused) is reached on the twin."""
+    verdicts = [twin.verdict for _, twin, _ in results.values()]
+    assert len(verdicts) >= 40 and {"runs", "pending", "refused"} <= set(verdicts), verdicts
+
+
+def test_report(results: dict[str, tuple[Plan, Side, Side]], tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One line per job (verdict on both, and the twin's partition) in ``differential-report.txt``."""
+    lines = []
+    for name, (p, twin, embedded) in results.items():
+        lines.append(f"{name:24} replicas={p.replicas:<3} twin={twin.verdict:8} embedded={embedded.verdict:8} "
+                     f"twin-partition={partition(twin.placed) if twin.placed else '-'} "
+                     f"{(twin.message or twin.autoscaler_reason)[:120]}")
+    report = tmp_path_factory.getbasetemp() / "differential-report.txt"
+    report.write_text("\n".join(lines) + "\n")
+    assert len(lines) == len(CORPUS)
