@@ -134,3 +134,20 @@ def test_an_unreadable_profile_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.strip().startswith("fray controller: cannot read cluster config")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_profile_may_come_from_the_environment(tmp_path: Path) -> None:
+    """FRAY_CLUSTER_CONFIG names the profile of a controller started without --cluster-config (e.g. the
+    one connect() starts for a kernel)."""
+    profile = tmp_path / "cpu-only.yaml"
+    profile.write_text("name: cpu-only\nscale_groups:\n  cpu: {num_vms: 1, max_slices: 1, resources: "
+                       "{device_type: cpu, capacity_type: on-demand, cpu: 8}, slice_template: {local: {}}}\n")
+    started = start_controller(tmp_path / "state", "--slots", "2", env={"FRAY_CLUSTER_CONFIG": str(profile)})
+    try:
+        wire = started.wire()
+        with pytest.raises(WireError, match="no scaling group provides device tpu:v5p-8 .available: cpu."):
+            wire.launch(launch_request("tpu", "true", resources=ResourceConfig.with_tpu("v5p-8")))
+        wire.close()
+        assert "cluster=cpu-only" in started.log()
+    finally:
+        stop_quietly(started)

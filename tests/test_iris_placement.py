@@ -134,3 +134,17 @@ def test_slice_workers_carry_irises_attributes() -> None:
         "device-type": "tpu", "device-variant": "v5p-16", "preemptible": "true", "region": "us-central1",
         "zone": "us-central1-a", "scale-group": "tpu_v5p_16", "tpu-name": "tpu_v5p_16-1", "tpu-worker-id": 1,
         "tpu-topology": "v5p-16", "tpu-vm-count": 2}
+
+
+def test_a_worker_only_constraint_no_worker_matches_stays_pending() -> None:
+    """tpu-name routes to no group (Iris skips it there) but filters workers: a slice's tpu-name is
+    its own generated id, so pinning another value is never placed."""
+    r = request(RC.with_tpu("v5p-8"))
+    r.constraints.add(key="tpu-name", op=job_pb2.CONSTRAINT_OP_EQ).value.string_value = "my-slice"
+    assert P.launch_refusal(r, PROFILE) is None and P.route(r, PROFILE).reason is None
+    assert W.never_reason(r, PROFILE) is not None
+    assert W.pending_reason(r, PROFILE) == (
+        "Scheduler: No workers match constraints: ['device-type', 'device-variant', 'tpu-name']")
+    exists = request(RC.with_tpu("v5p-8"))
+    exists.constraints.add(key="tpu-name", op=job_pb2.CONSTRAINT_OP_EXISTS)
+    assert W.never_reason(exists, PROFILE) is None

@@ -33,7 +33,7 @@ from fray_jupyter.iris.placement import (
     resource_fit,
     route,
 )
-from fray_jupyter.iris.placement_workers import Worker, largest_gang
+from fray_jupyter.iris.placement_workers import Worker, largest_gang, never_reason
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, vm_pb2
 from fray_jupyter.resources.tables import TPU_TOPOLOGY_BY_NAME
 
@@ -183,8 +183,8 @@ def fit_from(plan: PlanLike, autoscaler: C.GetAutoscalerStatusResponse, workers:
         names = {w.group.name for w in idle}
         return Fit("now", f"idle workers can take {'the gang' if gang else 'it'} now",
                    tuple(candidate(g) for g in groups if g.name in names))
-    if routed.reason is not None:
-        return Fit("never", routed.reason)
+    if (never := never_reason(request, shape)) is not None:
+        return Fit("never", never)
     candidates = tuple(candidate(g) for g in routed.groups)
     open_groups = [c for c in candidates if c.availability in ACCEPTING]
     reason = (f"{open_groups[0].name} can scale up a slice for it" if open_groups

@@ -8,6 +8,12 @@ applied to it (``iris.placement``), while every task still runs on this machine'
 * Capacity: ``GetAutoscalerStatus`` and ``ListWorkers`` describe the profile's groups with their warm
   slices (``buffer_slices``) up and ready, and every other slot free to scale up to ``max_slices``:
   the shape ``fit()`` reads on a real cluster.
+
+Known differences from a genuine Iris on the same profile (the twin): every accepted, placeable task
+starts at once on a local slot, so ``max_slices`` never makes a job wait and no slice boots; the
+``Scheduler:`` half of a pending reason counts one slice of each matching group as up (Iris counts
+the workers it has at that moment); GetAutoscalerStatus lists only the warm slices (no slices for
+running jobs, no recent actions or routing decision) and ListWorkers only their workers.
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ from fray_jupyter.runtime_file import (
 )
 
 TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
+CLUSTER_CONFIG_ENV: Final[str] = "FRAY_CLUSTER_CONFIG"
 PRIVATE_UMASK: Final[int] = 0o077
 """Everything the controller and its tasks create (state dir, store, bundles, work dirs, task
 outputs) is private to the user from the first write: dirs 0700, files 0600."""
@@ -88,7 +89,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--token", default=None, help=f"bearer token (default: ${TOKEN_ENV} or a random one)")
     parser.add_argument("--cluster-config", default=None, metavar="NAME|PATH",
                         help="the cluster whose placement rules apply: 'default' (built in), 'marin' (needs "
-                             "marin-iris) or an Iris cluster-config YAML (default: default)")
+                             f"marin-iris) or an Iris cluster-config YAML (default: ${CLUSTER_CONFIG_ENV}, else default)")
     parser.add_argument("--pass-env", action="append", default=[], metavar="NAME[,NAME...]",
                         help="also give tasks these variables of the controller's environment (repeatable; "
                              f"added to ${PASS_ENV_VAR}); tasks otherwise get a fixed base environment")
@@ -146,7 +147,7 @@ async def serve(args: argparse.Namespace) -> int:
     runtime_file = (args.runtime_file or runtime_file_path()).expanduser()
     token = args.token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32)
     os.environ.pop(TOKEN_ENV, None)
-    cluster = Cluster(load_profile(args.cluster_config))
+    cluster = Cluster(load_profile(args.cluster_config or os.environ.get(CLUSTER_CONFIG_ENV) or None))
     store = Store(root / "controller.sqlite3")
     passed = {name: os.environ[name] for name in pass_through_names(args.pass_env, os.environ) if name in os.environ}
     engine = Engine(store, root / "work", args.slots or default_slots(), cluster, passed)

@@ -78,15 +78,29 @@ def largest_gang(request: LaunchJobRequest, workers: Iterable[Worker]) -> int:
     return max(counts.values(), default=0)
 
 
+def _hosted(request: LaunchJobRequest, workers: list[Worker]) -> bool:
+    """Whether ``workers`` can take the job: a gang on one ``group_by`` value, else one task."""
+    if request.HasField("coscheduling"):
+        return largest_gang(request, workers) >= request.replicas
+    rules = [r for r in effective_rules(request) if not r.soft]
+    return any(resource_fit(w.group, request) is None and all(r.matches(w.attributes.get(r.key)) for r in rules)
+               for w in workers)
+
+
 def never_reason(request: LaunchJobRequest, profile: ClusterProfile) -> str | None:
-    """Why a job LaunchJob accepted can never be placed on ``profile`` (None: it can): the autoscaler has
-    no group for its gang or task, and — for a gang — no warm workers share a ``group_by`` value enough."""
-    reason = route(request, profile).reason
-    if reason is None:
+    """Why a job LaunchJob accepted can never be placed on ``profile`` (None: it can): neither the
+    warm workers nor a slice the autoscaler would bring up for it can take it — no group's slice
+    size fits its gang, or its REQUIRED constraints on worker-only attributes (``tpu-name``, …) match
+    no worker such a slice registers."""
+    if _hosted(request, warm_workers(profile)):
         return None
-    if request.HasField("coscheduling") and largest_gang(request, warm_workers(profile)) >= request.replicas:
+    routed = route(request, profile)
+    if routed.reason is not None:
+        return routed.reason
+    if any(_hosted(request, slice_workers(group, 0)) for group in routed.groups):
         return None
-    return reason
+    keys = [r.key for r in effective_rules(request) if not r.soft]
+    return f"no worker of {', '.join(g.name for g in routed.groups)} matches constraints: {keys}"
 
 
 def scheduler_reason(request: LaunchJobRequest, profile: ClusterProfile) -> str:
@@ -105,10 +119,15 @@ def scheduler_reason(request: LaunchJobRequest, profile: ClusterProfile) -> str:
 
 def pending_reason(request: LaunchJobRequest, profile: ClusterProfile) -> str | None:
     """The pending reason Iris shows for an accepted job that can never be placed (None when it can):
-    ``Scheduler: …``, a blank line, ``Autoscaler: Unsatisfied autoscaler demand: <routing reason>``."""
+    ``Scheduler: …``, then, when the autoscaler has no group for it, a blank line and ``Autoscaler:
+    Unsatisfied autoscaler demand: <routing reason>``."""
     reason = never_reason(request, profile)
     if reason is None:
         return None
+    keys = [r.key for r in effective_rules(request) if not r.soft]
+    routed = route(request, profile).reason
+    if routed is None:  # the autoscaler serves it; no worker it brings up matches the constraints
+        return f"Scheduler: No workers match constraints: {keys}"
     scheduler = scheduler_reason(request, profile) if request.HasField("coscheduling") else (
-        f"No workers match constraints: {[r.key for r in effective_rules(request) if not r.soft]}")
-    return f"Scheduler: {scheduler}\n\nAutoscaler: Unsatisfied autoscaler demand: {reason}"
+        f"No workers match constraints: {keys}")
+    return f"Scheduler: {scheduler}\n\nAutoscaler: Unsatisfied autoscaler demand: {routed}"
