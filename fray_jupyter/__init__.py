@@ -41,7 +41,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["fray_client", "submit", "FrayProtocolClient", "FrayJobHandle"], "fray_jupyter.fray_client"),
     **dict.fromkeys(["FrayMagics"], "fray_jupyter.magics"),
 }
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names of _EXPORTS, their one list
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 
 

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 from fray_jupyter.flags import add_fit_arguments, add_job_arguments, command_entrypoint, job_from_args
 
@@ -19,7 +19,7 @@ NEVER_EXIT, UNKNOWN_EXIT = 3, 4
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like every other bad input here
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other bad input here
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
@@ -48,7 +48,16 @@ def _plan(args: argparse.Namespace) -> int:
     return {"never": NEVER_EXIT, "unknown": UNKNOWN_EXIT}.get(str(verdict["verdict"]), 0)
 
 
-def _check(result: Plan, url: str | None, cluster: str | None = None) -> dict[str, str | list[str]]:
+class FitVerdict(TypedDict):
+    """``--check``'s answer, as ``--json`` prints it under ``"fit"``."""
+
+    verdict: str
+    reason: str
+    line: str
+    candidates: list[str]
+
+
+def _check(result: Plan, url: str | None, cluster: str | None = None) -> FitVerdict:
     """``--check``: the fit verdict as plain data, from the controller at ``url`` or of the named
     ``cluster`` (``connect``'s rule); a gang no slice can hold needs no controller."""
     from fray_jupyter.client import FrayError, connect
@@ -89,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; exits 2 with one line for bad flags or an invalid job."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["controller"]:
-        from fray_jupyter.controller import main as controller_main
+        from fray_jupyter.controller.server import main as controller_main
 
         return controller_main(argv[1:])
     parser = build_parser()

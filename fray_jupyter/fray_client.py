@@ -65,7 +65,7 @@ def _marin() -> Any:
     """Marin's ``fray.client`` module when marin-fray is installed, else None."""
     try:
         import fray.client
-        import fray.types  # noqa: F401 - fray.client imports it; named for the reader
+        import fray.types
     except ImportError:
         return None
     return fray.client
@@ -98,13 +98,17 @@ class JobAlreadyExists(RuntimeError):
         RuntimeError.__init__(self, f"Job {job_name} already exists")
 
 
-@functools.cache
+_WITH_MARIN: dict[tuple[type[RuntimeError], str], type[RuntimeError]] = {}
+
+
 def _with_marin(ours: type[RuntimeError], name: str) -> type[RuntimeError]:
-    """``ours``, or a subclass of it and of ``fray.client.<name>`` when marin-fray is installed."""
-    marin = _marin()
-    if marin is None:
-        return ours
-    return type(ours.__name__, (ours, getattr(marin, name)), {"__module__": __name__, "__doc__": ours.__doc__})
+    """``ours``, or a subclass of it and of ``fray.client.<name>`` when marin-fray is installed
+    (made once per pair, so ``except`` clauses see one class)."""
+    if (ours, name) not in _WITH_MARIN:
+        marin = _marin()
+        _WITH_MARIN[ours, name] = ours if marin is None else type(
+            ours.__name__, (ours, getattr(marin, name)), {"__module__": __name__, "__doc__": ours.__doc__})
+    return _WITH_MARIN[ours, name]
 
 
 def _raise(ours: type[RuntimeError], name: str, *args: Any) -> NoReturn:

@@ -12,7 +12,7 @@ from tests.controller_harness import start_controller, stop_quietly
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fray_jupyter.cli", *argv], capture_output=True, text=True,
-                          timeout=60, env={"PATH": "/usr/bin:/bin", "IRIS_USER": "carol", **(env or {})})
+                          timeout=60, env={"PATH": "/usr/bin:/bin", "IRIS_USER": "carol", **(env or {})}, check=False)
 
 
 def test_plan_prints_the_preview() -> None:

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from fray_jupyter.client import discovery
-from fray_jupyter.client.discovery import START_TIMEOUT, TOKEN_ENV, URL_ENV, connect, resolve, start_controller
+from fray_jupyter.client.discovery import (
+    START_TIMEOUT,
+    TOKEN_ENV,
+    URL_ENV,
+    connect,
+    resolve,
+    start_controller,
+)
 from fray_jupyter.client.errors import ControllerStartFailed, ControllerUnreachable
 from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file, write_runtime_file
 

@@ -301,9 +301,11 @@ def test_kill_9_with_twenty_jobs_in_flight_then_restart(tmp_path: Path) -> None:
     while len(running := [j for j in job_ids if wire.status(j).state == J.JOB_STATE_RUNNING]) < 4:
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    time.sleep(0.3)  # let the running tasks print their pids
-    pids = [int(line.removeprefix("pid=")) for job_id in running for lines in _task_lines(wire, job_id).values()
-            for line in lines]
+    deadline = time.monotonic() + 10
+    while len(pids := [int(line.removeprefix("pid=")) for job_id in running
+                       for lines in _task_lines(wire, job_id).values() for line in lines]) < len(running):
+        assert time.monotonic() < deadline, f"only {len(pids)} of the running tasks printed their pid"
+        time.sleep(0.05)
     wire.close()
     first.stop(signal.SIGKILL)
 

@@ -17,8 +17,8 @@ import pytest
 
 from fray_jupyter import RemoteError, ResultUnavailable, fray_client, submit
 from fray_jupyter.client import FrayClient
-from fray_jupyter.fray_client import ACTORS_UNSUPPORTED, FrayProtocolClient, default_call_name
 from fray_jupyter.client.handle import JobHandle
+from fray_jupyter.fray_client import ACTORS_UNSUPPORTED, FrayProtocolClient, default_call_name
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly

@@ -22,7 +22,14 @@ import pytest
 from fray_jupyter.controller.rpc import METHODS
 from fray_jupyter.controller.validation import MAX_BUNDLE_SIZE_BYTES
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
-from tests.controller_harness import ControllerProcess, Wire, WireError, launch_request, start_controller, stop_quietly
+from tests.controller_harness import (
+    ControllerProcess,
+    Wire,
+    WireError,
+    launch_request,
+    start_controller,
+    stop_quietly,
+)
 
 C = controller_pb2.Controller
 J = job_pb2

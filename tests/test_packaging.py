@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+import fray_jupyter
+
 ROOT = Path(__file__).resolve().parents[1]
-DATA = "fray_jupyter-0.1.0.data/data"
+DATA = f"fray_jupyter-{fray_jupyter.__version__}.data/data"
 LABEXTENSION = f"{DATA}/share/jupyter/labextensions/fray-jupyter"
 SERVER_CONFIG = f"{DATA}/etc/jupyter/jupyter_server_config.d/fray_jupyter.json"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -63,6 +65,23 @@ def test_the_wheel_enables_the_server_extension(wheel: zipfile.ZipFile) -> None:
     config = json.loads(wheel.read(SERVER_CONFIG))
     assert config == {"ServerApp": {"jpserver_extensions": {"fray_jupyter": True}}}
     assert {"fray_jupyter/server/handlers.py", "fray_jupyter/server/extension.py"} <= set(wheel.namelist())
+
+
+def test_the_wheel_is_typed_licensed_and_versioned_from_the_package(wheel: zipfile.ZipFile) -> None:
+    names = set(wheel.namelist())
+    dist_info = f"fray_jupyter-{fray_jupyter.__version__}.dist-info"
+    metadata = wheel.read(f"{dist_info}/METADATA").decode()
+    assert f"\nVersion: {fray_jupyter.__version__}\n" in metadata and "License-Expression: Apache-2.0" in metadata
+    assert "fray_jupyter/py.typed" in names and f"{dist_info}/licenses/LICENSE" in names
+
+
+def test_one_version_for_the_package_and_the_labextension() -> None:
+    """``pyproject.toml`` reads the version from ``fray_jupyter.__version__``; the labextension's
+    ``package.json`` (which npm needs literally) must say the same."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and not re.search(r"^version\s*=", pyproject, re.MULTILINE)
+    assert json.loads((ROOT / "labextension" / "package.json").read_text())["version"] == fray_jupyter.__version__
+    assert (ROOT / "LICENSE").read_text().lstrip().startswith("Apache License")
 
 
 def test_the_wheel_holds_no_sources_or_node_modules(wheel: zipfile.ZipFile) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import humanfriendly
 from google.protobuf import json_format, text_format
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -230,8 +229,7 @@ def check_invariants(job: JobRequest, p: Plan) -> None:
         kind = request.resources.device.WhichOneof("device")
         assert kind == device.kind and getattr(request.resources.device, kind).variant == device.variant
         assert getattr(request.resources.device, kind).count == device.chip_count()
-    assert p.memory_bytes == humanfriendly.parse_size(resources.ram, binary=True)
-    assert p.disk_bytes == humanfriendly.parse_size(resources.disk, binary=True)
+    assert (p.memory_bytes, p.disk_bytes) == (resources.ram_bytes(), resources.disk_bytes())
     assert any(w.startswith("cpu raised") for w in p.warnings) == (p.cpu_millicores != millicores)
 
     # constraints on the wire: no ANY marker, values stripped and lowercased

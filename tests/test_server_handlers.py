@@ -9,6 +9,7 @@ the server's event loop through the ``api`` fixture.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import time
@@ -28,7 +29,7 @@ from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.request import resolve_user
 from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path, write_runtime_file
-from fray_jupyter.server.extension import ROUTES, routes
+from fray_jupyter.server.extension import routes
 from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
 from tests.fray_rest import Reply, fetch, job_path
 
@@ -284,8 +285,13 @@ def test_loading_the_extension_raises_no_auth_warning(jp_configurable_serverapp:
     assert isinstance(app.web_app.settings["fray_link"].start, bool)
 
 
-def test_routes_are_under_base_url() -> None:
-    assert [pattern for pattern, _ in routes("/base/")] == [
-        "/base/fray/status", "/base/fray/clusters", "/base/fray/jobs", "/base/fray/jobs/(?P<job_id>[^/]+)",
-        "/base/fray/jobs/(?P<job_id>[^/]+)/logs", "/base/fray/jobs/(?P<job_id>[^/]+)/cancel"]
-    assert all(issubclass(handler, tornado.web.RequestHandler) for _, handler in ROUTES)
+def test_every_path_the_sidebar_calls_has_one_route_under_base_url() -> None:
+    """Under any base URL: each REST path (a job id as one encoded segment) matches exactly one
+    route, and only under ``<base>fray/``."""
+    for base in ("/", "/base/"):
+        patterns = [(re.compile(pattern + "$"), handler) for pattern, handler in routes(base)]
+        assert all(pattern.pattern.startswith(f"{base}fray/") for pattern, _ in patterns)
+        for path, _ in [("status", "GET"), ("clusters", "GET"), *CONTROLLER_ROUTES]:
+            matching = [handler for pattern, handler in patterns if pattern.match(f"{base}fray/{path}")]
+            assert len(matching) == 1 and issubclass(matching[0], tornado.web.RequestHandler), path
+        assert not any(pattern.match(f"{base}fray/jobs/a/b/c") for pattern, _ in patterns)

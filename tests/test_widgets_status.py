@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -153,20 +154,46 @@ def test_succeeded_is_green_without_a_failure_summary() -> None:
     assert bundle is not None and bundle["text/plain"].startswith(f"{JOB}  SUCCEEDED  1/1 tasks")
 
 
+class RecordedWaits:
+    """Stands in for the panel's wake-up event: each wait records its timeout, calls ``step`` with
+    how many waits came so far, and returns at once, so the poller runs at the test's pace."""
+
+    def __init__(self, step: Callable[[int], None]) -> None:
+        self.timeouts: list[float | None] = []
+        self.step = step
+        self.flag = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.timeouts.append(timeout)
+        self.step(len(self.timeouts))
+        return self.flag
+
+    def set(self) -> None:
+        self.flag = True
+
+    def clear(self) -> None:
+        self.flag = False
+
+
 def test_polling_backs_off_while_idle_and_stops_when_the_job_ends() -> None:
+    """The rule: wait ``poll_first`` after a poll that saw a change, else the last wait times
+    ``BACKOFF``, at most ``poll_max``; stop once the job is terminal and its rows are in."""
     controller = ScriptedController()
-    panel = JobStatusPanel(controller, JOB, poll_first=0.01, poll_max=0.08)  # type: ignore[arg-type]
-    time.sleep(0.6)
-    gaps = [b - a for a, b in zip(controller.calls, controller.calls[1:])]
-    assert len(gaps) >= 5 and gaps[-1] > 3 * gaps[0] and max(gaps) < 0.2
-    controller.add_log(0, "news")
-    time.sleep(0.2)
-    assert "[0] news" in panel.lines
-    controller.state, controller.task_states = J.JOB_STATE_SUCCEEDED, [J.TASK_STATE_SUCCEEDED] * 2
-    assert panel.join(timeout=2) and panel.state == "succeeded"
-    polls = len(controller.calls)
-    time.sleep(0.2)
-    assert len(controller.calls) == polls
+    panel = JobStatusPanel(controller, JOB, start=False, poll_first=0.01, poll_max=0.03)  # type: ignore[arg-type]
+
+    def step(waits: int) -> None:
+        if waits == 6:  # before poll 6: a new log row
+            controller.add_log(0, "news")
+        if waits == 8:  # before poll 8: the job ends
+            controller.state, controller.task_states = J.JOB_STATE_SUCCEEDED, [J.TASK_STATE_SUCCEEDED] * 2
+
+    waits = RecordedWaits(step)
+    panel._wake = waits  # type: ignore[assignment]
+    panel.start()
+    assert panel.join(timeout=30) and panel.state == "succeeded" and "[0] news" in panel.lines
+    # poll 1 is the first (a change), 2-5 quiet (x1.6 up to the cap), 6 sees the row, 7 quiet, 8 ends
+    assert waits.timeouts == pytest.approx([0.01, 0.01, 0.016, 0.0256, 0.03, 0.03, 0.01, 0.016])
+    assert len(controller.calls) == 8  # one status call per poll, none after the end
 
 
 def test_an_unreachable_controller_is_shown_and_retried_not_raised() -> None:

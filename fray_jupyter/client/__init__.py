@@ -22,5 +22,5 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["LogPage", "log_line"], "fray_jupyter.client.logs"),
     **dict.fromkeys(["JobHandle"], "fray_jupyter.client.handle"),
 }
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names of _EXPORTS, their one list
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

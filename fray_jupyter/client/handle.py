@@ -15,6 +15,7 @@ from typing import Any
 from fray_jupyter.client import results
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.logs import log_line
+from fray_jupyter.client.results import TaskOutputs
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
 
@@ -79,7 +80,7 @@ class JobHandle:
         return [path for index, task in enumerate(self.tasks())
                 for path in results.extract_outputs(task, root / str(index))]
 
-    def output_files(self) -> list[results.TaskOutputs]:
+    def output_files(self) -> list[TaskOutputs]:
         """What each task's current attempt wrote (names, sizes, the archive's URI), by task index."""
         return [results.task_outputs(task) for task in self.tasks()]
 

@@ -213,8 +213,8 @@ class Engine:
         pending = set(self._attempt_tasks)
         if pending:
             _, pending = await asyncio.wait(pending, timeout=timeout)
-        for task in pending:
-            task.cancel()
+        for unfinished in pending:
+            unfinished.cancel()
         for running in list(self.running.values()):
             _LOG.warning("attempt %s of %s/%d did not end within %g s of shutdown; killing its processes",
                          running.attempt, running.job.job_id, running.idx, timeout)
@@ -274,9 +274,9 @@ class Engine:
         self.running[uid] = running
         bundle = Path(job.bundle_path) if job.bundle_path else None
         files = dict(entrypoint.workdir_files)
-        task = asyncio.ensure_future(self._execute(running, bundle, files))
-        self._attempt_tasks.add(task)
-        task.add_done_callback(self._attempt_tasks.discard)
+        attempt_task = asyncio.ensure_future(self._execute(running, bundle, files))
+        self._attempt_tasks.add(attempt_task)
+        attempt_task.add_done_callback(self._attempt_tasks.discard)
 
     async def _execute(self, running: Running, bundle: Path | None, files: dict[str, bytes]) -> None:
         try:
@@ -301,8 +301,8 @@ class Engine:
         except Exception as error:  # noqa: BLE001 - never lose an attempt's end: record a failure
             _LOG.exception("could not record the end of attempt %d of %s/%d", running.attempt,
                            running.job.job_id, running.idx)
-            self._unrecorded.append((running, f"controller error while recording the end of the task: "
-                                              f"{type(error).__name__}: {error}"))
+            self._unrecorded.append((running, (f"controller error while recording the end of the task: "
+                                               f"{type(error).__name__}: {error}")))
             self._retry_unrecorded()
 
     def _capture(self, running: Running, source: str, line: str) -> None:

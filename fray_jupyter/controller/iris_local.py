@@ -256,7 +256,7 @@ def serve(name: str | None, port: int) -> None:
     """The child's body (see the module rules)."""
     import tempfile
 
-    from iris.cluster.local_cluster import LocalCluster  # type: ignore[import-untyped]
+    from iris.cluster.local_cluster import LocalCluster
 
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

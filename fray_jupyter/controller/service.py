@@ -40,7 +40,12 @@ from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import JobRow, Store
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
-from fray_jupyter.iris.states import JOB_STATE_SORT_ORDER, TERMINAL_JOB_STATES, job_state_from_name, task_id_for
+from fray_jupyter.iris.states import (
+    JOB_STATE_SORT_ORDER,
+    TERMINAL_JOB_STATES,
+    job_state_from_name,
+    task_id_for,
+)
 
 C = controller_pb2.Controller
 J = job_pb2

@@ -336,7 +336,7 @@ class Store:
 
     def strays(self) -> list[tuple[str, int, int, str]]:
         """``(attempt uid, pid, pgid, proc_start)`` of every remembered stray process group."""
-        return [tuple(row) for row in self._db.execute(  # type: ignore[misc]
+        return [tuple(row) for row in self._db.execute(
             "SELECT attempt_uid, pid, pgid, proc_start FROM stray_processes")]
 
     def job(self, job_id: str) -> JobRow | None:
@@ -456,7 +456,8 @@ class Store:
 
     def output_archives(self, job_id: str, idx: int | None = None) -> dict[tuple[int, int], bytes]:
         """``(task index, attempt) → serialized TaskOutputArchive`` of a job's (or one task's) attempts."""
-        sql, params = "SELECT idx, attempt, archive FROM attempt_outputs WHERE job_id = ?", [job_id]
+        sql = "SELECT idx, attempt, archive FROM attempt_outputs WHERE job_id = ?"
+        params: list[str | int] = [job_id]
         if idx is not None:
             sql += " AND idx = ?"
             params.append(idx)

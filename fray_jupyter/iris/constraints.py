@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
@@ -48,8 +48,8 @@ class Constraint:
     def to_proto(self) -> job_pb2.Constraint:
         """Wire form: IN fills ``values``, EXISTS/NOT_EXISTS neither, other ops the single ``value``."""
         proto = job_pb2.Constraint(
-            key=self.key, op=job_pb2.ConstraintOp.Value(f"CONSTRAINT_OP_{self.op}"),
-            mode=job_pb2.ConstraintMode.Value(f"CONSTRAINT_MODE_{self.mode}"),
+            key=self.key, op=cast(job_pb2.ConstraintOp, job_pb2.ConstraintOp.Value(f"CONSTRAINT_OP_{self.op}")),
+            mode=cast(job_pb2.ConstraintMode, job_pb2.ConstraintMode.Value(f"CONSTRAINT_MODE_{self.mode}")),
         )
         if self.op == "IN":
             proto.values.extend(job_pb2.AttributeValue(string_value=v) for v in self.values)

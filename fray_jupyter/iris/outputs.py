@@ -30,7 +30,7 @@ import tarfile
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Final, cast
 
 from fray_jupyter.iris.proto import job_pb2
 
@@ -124,19 +124,20 @@ def capture(source: Path, destination: Path, *, max_bytes: int = MAX_OUTPUT_BYTE
         destination.parent.mkdir(parents=True, exist_ok=True)
         with partial.open("wb") as raw:
             hashing = _Hashing(raw)
-            with zstandard.ZstdCompressor(level=3).stream_writer(hashing, closefd=False) as compressed:
-                with tarfile.open(fileobj=compressed, mode="w|", format=tarfile.PAX_FORMAT) as archive:
-                    for path, name, mode in entries:
-                        if not _archivable(mode):
-                            continue
-                        info = archive.gettarinfo(str(path), arcname=name)
-                        info.uid = info.gid = info.mtime = 0
-                        info.uname = info.gname = ""
-                        if stat.S_ISREG(mode):
-                            with path.open("rb") as content:
-                                archive.addfile(info, content)
-                        else:
-                            archive.addfile(info)
+            compressor = zstandard.ZstdCompressor(level=3)
+            with (compressor.stream_writer(cast(IO[bytes], hashing), closefd=False) as compressed,
+                  tarfile.open(fileobj=compressed, mode="w|", format=tarfile.PAX_FORMAT) as archive):
+                for path, name, mode in entries:
+                    if not _archivable(mode):
+                        continue
+                    info = archive.gettarinfo(str(path), arcname=name)
+                    info.uid = info.gid = info.mtime = 0
+                    info.uname = info.gname = ""
+                    if stat.S_ISREG(mode):
+                        with path.open("rb") as content:
+                            archive.addfile(info, content)
+                    else:
+                        archive.addfile(info)
         partial.rename(destination)
     except _CaptureError as error:
         return A(state=A.TASK_OUTPUT_ARCHIVE_STATE_FAILED, error=str(error))

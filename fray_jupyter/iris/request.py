@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import os
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from fray_jupyter.iris.constraints import Constraint, convert_constraints, strip_any_region
 from fray_jupyter.iris.convert import (
@@ -201,10 +201,10 @@ def translate(
         max_retries_preemption=job.max_retries_preemption,
         max_task_failures=job.max_task_failures,
         preemption_policy=job_pb2.JOB_PREEMPTION_POLICY_UNSPECIFIED,
-        existing_job_policy=existing_job_policy_value(existing_job_policy),
+        existing_job_policy=cast(job_pb2.ExistingJobPolicy, existing_job_policy_value(existing_job_policy)),
         task_image=resources.image or "",
-        priority_band=job.priority,
-        container_profile=container_profile_value(resources.container_profile),
+        priority_band=cast(job_pb2.PriorityBand, job.priority),
+        container_profile=cast(job_pb2.ContainerProfile, container_profile_value(resources.container_profile)),
         egress_policy=job_pb2.EGRESS_POLICY_UNSPECIFIED,
         client_revision_date=client_revision_date(revision_date),
         bundle_blob=bundle,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import atexit
 import sys
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
@@ -37,6 +38,13 @@ if TYPE_CHECKING:
 # views and the widgets are imported by the magic call that first needs them.
 
 LINE: str = "%fray"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _magic(kind: Callable[[str], object], name: str) -> Callable[[F], F]:
+    """IPython's ``cell_magic(name)`` / ``line_magic(name)`` as the decorator it is (IPython types
+    it as "a function or a decorator")."""
+    return cast(Callable[[F], F], kind(name))
 
 
 @magics_class
@@ -124,7 +132,7 @@ class FrayMagics(Magics):
             raise usage(str(error), LINE) from None
 
     # -- %%fray -------------------------------------------------------------------------------------
-    @cell_magic("fray")
+    @_magic(cell_magic, "fray")
     def fray_cell(self, line: str, cell: str) -> JobStatusPanel | None:
         from fray_jupyter.client.handle import JobHandle
         from fray_jupyter.magics.submission import cell_plan
@@ -188,7 +196,7 @@ class FrayMagics(Magics):
         return not is_job_finished(states[job_id])
 
     # -- %fray <command> ------------------------------------------------------------------------------
-    @line_magic("fray")
+    @_magic(line_magic, "fray")
     def fray_line(self, line: str) -> JobStatusPanel | None:
         if not line.strip():
             raise usage("give a command: jobs, status ID, logs ID [--follow], cancel ID, config [KEY [VALUE]] "

@@ -22,5 +22,5 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["DEVICE_FLOPS", "TPU_HBM_BYTES_PER_CHIP", "TPU_HOST_RESOURCES", "TPU_TOPOLOGIES", "TpuTopologyInfo"],
                     "fray_jupyter.resources.tables"),
 }
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names of _EXPORTS, their one list
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -29,6 +29,9 @@ from fray_jupyter.widgets.controls import REGION_MODE_HELP, row, section
 from fray_jupyter.widgets.fitline import FitLine
 from fray_jupyter.widgets.form import ALTERNATIVES, ControlError, EntrypointLike, Form
 
+if TYPE_CHECKING:
+    from fray_jupyter.client.client import FrayClient
+
 
 def _show(widget: widgets.Widget, visible: bool) -> None:
     widget.layout.display = None if visible else "none"
