@@ -6,10 +6,11 @@ A real Iris controller keeps task output in finelog and proxies its log service 
 from its ``logs`` table, with the semantics those clients rely on:
 
 * Keys: a task attempt's lines are stored under ``/<user>/<job>/<task index>:<attempt>``
-  (``LogEntry.key``; ``attempt_id`` is the suffix). ``source`` selects keys by
-  ``match_scope``: EXACT (the key itself: one attempt), PREFIX (keys starting with it:
-  ``/<user>/<job>/`` for a job, ``/<user>/<job>/<index>:`` for every attempt of a task), REGEX
-  and UNSPECIFIED (a regular expression searched in the key). No other keys exist here.
+  (``LogEntry.key``, filled except for an EXACT read, as finelog does; ``attempt_id`` is the
+  suffix). ``source`` selects keys by ``match_scope``: EXACT (the key itself: one attempt),
+  PREFIX (keys starting with it, literally: ``/<user>/<job>/`` for a job,
+  ``/<user>/<job>/<index>:`` for every attempt of a task), REGEX and UNSPECIFIED (a regular
+  expression the whole key must match). No other keys exist here.
 * ``seq`` is the store's row id (one counter for all keys, increasing in capture order).
   ``cursor`` and ``until_cursor`` are exclusive bounds on it (0: unbounded); the response's
   ``cursor`` is the highest ``seq`` returned, or the request's ``cursor`` when nothing is
@@ -18,8 +19,9 @@ from its ``logs`` table, with the semantics those clients rely on:
   ``MAX_LINES``); ``tail`` returns the newest matching lines instead of the oldest. Entries are
   always in ``seq`` order.
 * Filters: ``since_ms`` (stamped after), ``substring`` (literal), ``regex`` (searched in the
-  line), ``min_level`` (see ``log_level``; UNKNOWN passes every filter), ``cluster`` (rows
-  here have no origin cluster, so a non-empty value matches nothing).
+  line), ``min_level`` (see ``log_level``; UNKNOWN passes every filter; a name that is not a
+  level filters nothing, as finelog), ``cluster`` (rows here have no origin cluster, so a
+  non-empty value matches nothing).
 """
 
 from __future__ import annotations
@@ -90,18 +92,15 @@ class LogService:
             conditions.append("instr(data, ?) > 0")
             params.append(request.substring)
         if request.regex:
-            conditions.append(f"{self._matcher('fray_line_matches', _compile(request.regex, 'line'))}(data)")
-        if request.min_level:
-            level = _LEVELS.get(request.min_level.strip().upper())
-            if level is None:
-                raise RpcError(Code.INVALID_ARGUMENT,
-                               f"unknown min_level {request.min_level!r}: use one of {', '.join(_LEVELS)}")
+            conditions.append(f"{self._matcher('fray_line_matches', _compile(request.regex, 'line'), full=False)}(data)")
+        level = _LEVELS.get(request.min_level.strip().upper())
+        if level is not None:
             conditions.append("(fray_log_level(source, data) >= ? OR fray_log_level(source, data) = 0)")
             params.append(level)
         limit = request.max_lines if request.max_lines > 0 else DEFAULT_MAX_LINES
         rows = self.store.query_logs(" AND ".join(conditions) or "1", params, min(limit, MAX_LINES),
                                      newest=request.tail)
-        entries = [self._entry(row) for row in rows]
+        entries = [self._entry(row, keyed=request.match_scope != F.MATCH_SCOPE_EXACT) for row in rows]
         cursor = max((row.id for row in rows), default=max(request.cursor, 0))
         return F.FetchLogsResponse(entries=entries, cursor=cursor)
 
@@ -127,18 +126,23 @@ class LogService:
             if not jobs:
                 return None, []
             return [f"job_id IN ({', '.join('?' * len(jobs))})"], list(jobs)
-        return [f"{self._matcher('fray_key_matches', _compile(source, 'key'))}({_KEY_SQL})"], []
+        return [f"{self._matcher('fray_key_matches', _compile(source, 'key'), full=True)}({_KEY_SQL})"], []
 
-    def _matcher(self, name: str, pattern: re.Pattern[str]) -> str:
-        """(Re)define the one-argument SQL function ``name`` as a search for ``pattern`` and
-        return ``name``. Safe because a request is answered in one go on the store's one thread."""
-        search: Callable[[str], bool] = lambda text: pattern.search(text) is not None  # noqa: E731
-        self.store.define_function(name, 1, search)
+    def _matcher(self, name: str, pattern: re.Pattern[str], *, full: bool) -> str:
+        """(Re)define the one-argument SQL function ``name`` as a match of ``pattern`` (the whole
+        text when ``full``, else anywhere in it) and return ``name``. Safe because a request is
+        answered in one go on the store's one thread."""
+        find = pattern.fullmatch if full else pattern.search
+        matches: Callable[[str], bool] = lambda text: find(text) is not None  # noqa: E731
+        self.store.define_function(name, 1, matches)
         return name
 
     @staticmethod
-    def _entry(row: LogRow) -> F.LogEntry:
-        return F.LogEntry(
+    def _entry(row: LogRow, *, keyed: bool) -> F.LogEntry:
+        entry = F.LogEntry(
             timestamp=F.Timestamp(epoch_ms=row.ts_ms), source=row.source, data=row.data, attempt_id=row.attempt,
-            level=log_level(row.source, row.data), key=f"{row.job_id}/{row.idx}:{row.attempt}", seq=row.id,
+            level=log_level(row.source, row.data), seq=row.id,
         )
+        if keyed:
+            entry.key = f"{row.job_id}/{row.idx}:{row.attempt}"
+        return entry
