@@ -2,30 +2,43 @@
 
 The controller writes it (mode 0600: it holds the bearer token) once it accepts connections and
 removes it when it stops; kernels and the Jupyter server read it to find the controller.
+
+Rule: the file counts only while its process is alive AND its URL's ``GET /health`` answers with
+the same ``instance`` (a random id the controller puts in both). A file left by a killed controller
+whose pid now belongs to some other process, or whose port another server took, is stale: readers
+treat it as absent and the next start replaces it. (A file without an instance, written by
+``--iris-local``, needs its URL to accept connections.)
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import socket
 from dataclasses import asdict, dataclass
+from urllib.parse import urlsplit
 from pathlib import Path
 from typing import Final
 
 from jupyter_core.paths import jupyter_data_dir, jupyter_runtime_dir
 
 RUNTIME_FILE_NAME: Final[str] = "fray-controller.json"
+HEALTH_TIMEOUT: Final[float] = 2.0
+"""Seconds to wait for ``/health`` before a runtime file counts as stale."""
 
 
 @dataclass(frozen=True)
 class ControllerInfo:
     """How to reach a running controller: Connect URL (``http://127.0.0.1:<port>``), native gRPC
-    URL (``grpc://127.0.0.1:<port>``), bearer token, and the serving process id."""
+    URL (``grpc://127.0.0.1:<port>``), bearer token, the serving process id, and the controller's
+    random ``instance`` id (also answered by its ``/health``; empty for ``--iris-local``)."""
 
     url: str
     grpc_url: str
     token: str
     pid: int
+    instance: str = ""
 
 
 def runtime_file_path() -> Path:
@@ -51,15 +64,39 @@ def write_runtime_file(info: ControllerInfo, path: Path | None = None) -> Path:
     return path
 
 
-def read_runtime_file(path: Path | None = None) -> ControllerInfo | None:
+def read_runtime_file(path: Path | None = None, *, verify: bool = True) -> ControllerInfo | None:
     """The controller described by the runtime file, or None when there is no file, it is
-    unreadable, or its process is gone (a stale file left by a killed controller)."""
+    unreadable, or it is stale (see the module rule; ``verify=False`` checks the pid only)."""
     path = path or runtime_file_path()
     try:
         info = ControllerInfo(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    return info if process_alive(info.pid) else None
+    if not process_alive(info.pid) or (verify and not answers_as(info)):
+        return None
+    return info
+
+
+def answers_as(info: ControllerInfo, timeout: float = HEALTH_TIMEOUT) -> bool:
+    """Whether the controller at ``info.url`` is the one ``info`` describes: its ``/health``
+    names the same instance (without an instance: the URL accepts connections)."""
+    parts = urlsplit(info.url)
+    if parts.scheme != "http" or not parts.hostname or not parts.port:
+        return False
+    try:
+        if not info.instance:
+            socket.create_connection((parts.hostname, parts.port), timeout=timeout).close()
+            return True
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        try:
+            connection.request("GET", "/health")
+            reply = connection.getresponse()
+            body = json.loads(reply.read()) if reply.status == 200 else {}
+        finally:
+            connection.close()
+    except (OSError, ValueError, http.client.HTTPException):
+        return False
+    return isinstance(body, dict) and body.get("instance") == info.instance
 
 
 def process_alive(pid: int) -> bool:
@@ -81,6 +118,6 @@ def process_alive(pid: int) -> bool:
 def remove_runtime_file(pid: int, path: Path | None = None) -> None:
     """Remove the runtime file if it still describes process ``pid`` (never another's)."""
     path = path or runtime_file_path()
-    current = read_runtime_file(path)
+    current = read_runtime_file(path, verify=False)
     if current is not None and current.pid == pid:
         path.unlink(missing_ok=True)

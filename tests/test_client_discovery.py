@@ -3,8 +3,12 @@ embedded controller is started in the background (fake controllers stand in for 
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -26,13 +30,28 @@ from fray_jupyter.client.errors import ControllerStartFailed, ControllerUnreacha
 from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file, write_runtime_file
 
 FAKE_CONTROLLER = """
-import os, sys, time
+import http.server, json, os, sys, threading, time
 from pathlib import Path
 from fray_jupyter.runtime_file import ControllerInfo, write_runtime_file
 with open(sys.argv[1], "a") as starts:
     starts.write("started\\n")
+
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"status": "ok", "instance": "fake-instance"}).encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+threading.Thread(target=server.serve_forever, daemon=True).start()
 time.sleep(0.3)  # widen the window in which a second kernel could also start one
-write_runtime_file(ControllerInfo("http://127.0.0.1:1", "grpc://127.0.0.1:2", "tok", os.getpid()), Path(sys.argv[2]))
+url = f"http://127.0.0.1:{server.server_address[1]}"
+write_runtime_file(ControllerInfo(url, "grpc://127.0.0.1:2", "tok", os.getpid(), "fake-instance"), Path(sys.argv[2]))
 time.sleep(60)
 """
 
@@ -48,6 +67,31 @@ def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path
     info = read_runtime_file(tmp_path / "runtime" / "fray-controller.json")
     if info is not None and info.pid != os.getpid():
         os.killpg(info.pid, signal.SIGKILL)  # a fake controller this test started
+
+
+@contextlib.contextmanager
+def health_server(instance: str) -> Iterator[str]:
+    """A ``/health`` that names ``instance``, on a free loopback port; yields its URL."""
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"status": "ok", "instance": instance}).encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def use_command(monkeypatch: pytest.MonkeyPatch, script: str, *args: str) -> None:
@@ -66,16 +110,17 @@ def test_explicit_arguments_win(dirs: tuple[Path, Path], monkeypatch: pytest.Mon
 def test_runtime_file_is_used_and_its_token_follows_its_urls(dirs: tuple[Path, Path],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     runtime_file, _ = dirs
-    write_runtime_file(ControllerInfo("http://127.0.0.1:5", "grpc://127.0.0.1:6", "file-token", os.getpid()),
-                       runtime_file)
-    assert resolve() == ("http://127.0.0.1:5", "file-token")
-    assert resolve("grpc://127.0.0.1:6") == ("grpc://127.0.0.1:6", "file-token")
-    assert resolve("http://elsewhere:7") == ("http://elsewhere:7", None)
-    monkeypatch.setenv(URL_ENV, "http://127.0.0.1:5/")
-    assert resolve() == ("http://127.0.0.1:5/", "file-token")
-    client = connect()
-    assert client.url == "http://127.0.0.1:5"
-    client.close()
+    with health_server("this-one") as url:
+        write_runtime_file(ControllerInfo(url, "grpc://127.0.0.1:6", "file-token", os.getpid(), "this-one"),
+                           runtime_file)
+        assert resolve() == (url, "file-token")
+        assert resolve("grpc://127.0.0.1:6") == ("grpc://127.0.0.1:6", "file-token")
+        assert resolve("http://elsewhere:7") == ("http://elsewhere:7", None)
+        monkeypatch.setenv(URL_ENV, f"{url}/")
+        assert resolve() == (f"{url}/", "file-token")
+        client = connect()
+        assert client.url == url
+        client.close()
 
 
 def test_no_controller_and_no_start_is_a_clear_error(dirs: tuple[Path, Path]) -> None:
@@ -96,7 +141,7 @@ def test_concurrent_kernels_start_one_controller(dirs: tuple[Path, Path], tmp_pa
     assert starts.read_text() == "started\n"
     assert len({info.pid for info in found}) == 1 and found[0].token == "tok"
     assert os.getsid(found[0].pid) == found[0].pid  # its own session: outlives the kernel
-    assert resolve() == ("http://127.0.0.1:1", "tok")  # later connects reuse it
+    assert resolve() == (found[0].url, "tok")  # later connects reuse it
 
 
 def test_a_stale_runtime_file_is_replaced(dirs: tuple[Path, Path], tmp_path: Path,
@@ -104,7 +149,33 @@ def test_a_stale_runtime_file_is_replaced(dirs: tuple[Path, Path], tmp_path: Pat
     runtime_file, _ = dirs
     write_runtime_file(ControllerInfo("http://127.0.0.1:9", "grpc://127.0.0.1:9", "old", 2**22 + 12345), runtime_file)
     use_command(monkeypatch, FAKE_CONTROLLER, str(tmp_path / "starts.txt"))
-    assert resolve() == ("http://127.0.0.1:1", "tok")
+    url, token = resolve()
+    assert token == "tok" and url != "http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize("answer", ["nothing", "another controller"])
+def test_a_runtime_file_naming_a_live_unrelated_pid_is_stale(dirs: tuple[Path, Path], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
+    """After a reboot the recorded pid may be some other live process: the file counts only if its
+    URL's /health names the same controller instance, else it is replaced."""
+    runtime_file, _ = dirs
+    unrelated = subprocess.Popen(["sleep", "60"])
+    try:
+        with contextlib.ExitStack() as stack:
+            url = "http://127.0.0.1:9" if answer == "nothing" else stack.enter_context(health_server("other"))
+            write_runtime_file(ControllerInfo(url, "grpc://127.0.0.1:9", "old", unrelated.pid, "recorded"),
+                               runtime_file)
+            assert read_runtime_file(runtime_file) is None
+            with pytest.raises(ControllerUnreachable):
+                resolve(start=False)
+            use_command(monkeypatch, FAKE_CONTROLLER, str(tmp_path / "starts.txt"))
+            new_url, token = resolve()
+        info = read_runtime_file(runtime_file)
+        assert info is not None and info.pid not in (unrelated.pid, os.getpid()) and token == "tok"
+        assert new_url == info.url != url and info.instance == "fake-instance"
+    finally:
+        unrelated.kill()
+        unrelated.wait()
 
 
 def test_a_controller_that_dies_is_reported_with_its_log(dirs: tuple[Path, Path],

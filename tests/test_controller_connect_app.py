@@ -26,10 +26,14 @@ def _invoke(method: Method, request: Message) -> Message:
     return C.GetJobStateResponse(states={job_id: 3 for job_id in request.job_ids})
 
 
+async def _status() -> dict[str, object]:
+    return {"jobs_running": 0}
+
+
 def _post(path: str = PATH, body: bytes = b"", headers: dict[str, str] | None = None,
           verb: str = "POST") -> httpx.Response:
     async def call() -> httpx.Response:
-        transport = httpx.ASGITransport(app=ConnectApp(_invoke, "secret"))
+        transport = httpx.ASGITransport(app=ConnectApp(_invoke, "secret", "inst-1", admin={"status": _status}))
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             return await client.request(verb, path, content=body, headers=headers or {})
 
@@ -81,6 +85,13 @@ def test_errors_follow_the_connect_protocol() -> None:
     assert _error(_post(body=not_found, headers=proto)) == (404, "not_found")
 
 
-def test_health_needs_no_token() -> None:
+def test_health_needs_no_token_and_names_the_instance() -> None:
     reply = _post("/health", verb="GET")
-    assert reply.status_code == 200 and reply.json() == {"status": "ok"}
+    assert reply.status_code == 200 and reply.json() == {"status": "ok", "instance": "inst-1"}
+
+
+def test_admin_verbs_need_the_token() -> None:
+    assert _post("/fray/admin/status").status_code == 401
+    reply = _post("/fray/admin/status", headers=AUTH)
+    assert reply.status_code == 200 and reply.json() == {"jobs_running": 0}
+    assert _post("/fray/admin/nothing", headers=AUTH).status_code == 501

@@ -8,6 +8,7 @@ the server's event loop through the ``api`` fixture.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -236,6 +237,33 @@ def test_no_controller_at_all_is_503_and_a_status_without_url(api: Callable[...,
     status = api("status").body
     assert (status["url"], status["reachable"]) == ("", False)
     assert "fray-jupyter controller" in status["error"]
+
+
+def _server_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(record.levelno, record.getMessage()) for record in caplog.records
+            if "fray" in record.getMessage() or "User-Agent" in record.getMessage()]
+
+
+def test_no_controller_yet_is_one_debug_line_not_an_error_with_headers(api: Callable[..., Reply],
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """The sidebar's background poll meets "no controller yet" all the time: a normal state."""
+    caplog.set_level(logging.DEBUG)
+    assert api("jobs").code == 503
+    lines = _server_lines(caplog)
+    assert [level for level, _ in lines if level >= logging.WARNING] == []
+    assert any(level == logging.DEBUG and "no controller is configured or running" in text for level, text in lines)
+    assert not any("User-Agent" in text for _, text in lines)
+
+
+def test_a_real_controller_failure_is_logged_once_without_headers(api: Callable[..., Reply],
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv(URL_ENV, f"http://127.0.0.1:{free_port()}")
+    assert api("jobs").code == 503
+    loud = [text for level, text in _server_lines(caplog) if level >= logging.WARNING]
+    assert len(loud) == 1 and "cannot reach the Fray controller" in loud[0]
+    assert not any("User-Agent" in text for _, text in _server_lines(caplog))
 
 
 def test_start_1_starts_the_embedded_controller_when_allowed(api: Callable[..., Reply], jp_web_app: Any) -> None:

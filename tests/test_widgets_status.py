@@ -231,3 +231,55 @@ def test_jobs_table_text_and_html() -> None:
     assert "/alice/j1  failed" in text and "running 2.0 s" not in text  # never started: queued
     html = view.jobs_html(jobs, now=3_000)
     assert html.count("fray-state-failed") == 1 and view.jobs_text([]) == "no jobs"
+
+
+# -- pollers end (issue 11, item 7) -----------------------------------------------------------------
+def _pollers() -> int:
+    return sum(thread.name.startswith("fray-status") for thread in threading.enumerate())
+
+
+def _wait_for_pollers(count: int, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _pollers() != count:
+        assert time.monotonic() < deadline, f"{_pollers()} status pollers alive, expected {count}"
+        time.sleep(0.01)
+
+
+@dataclass
+class ReplaceableController(ScriptedController):
+    """Also scripts the job's submission time (a replaced job gets a new one) and its deletion."""
+
+    submitted_ms: int = 1_000
+    missing: bool = False
+
+    def status(self, job_id: str) -> J.JobStatus:
+        if self.missing:
+            from fray_jupyter.client.errors import JobNotFound
+            raise JobNotFound(f"Job {job_id} not found", url="http://c", method="GetJobStatus")
+        status = super().status(job_id)
+        status.submitted_at.epoch_ms = self.submitted_ms
+        return status
+
+
+def test_pollers_stop_when_the_job_is_replaced_gone_closed_or_the_controller_is_gone_for_good() -> None:
+    before = _pollers()
+    replaced, gone, closed, unreachable, superseded = (ReplaceableController() for _ in range(5))
+    fast = {"poll_first": 0.01, "poll_max": 0.02}
+    panels = [JobStatusPanel(c, f"/alice/{name}", **fast)  # type: ignore[arg-type]
+              for c, name in ((replaced, "r"), (gone, "g"), (closed, "c"))]
+    unreachable.fail_with = ControllerUnreachable("refused", url="http://127.0.0.1:1")
+    panels.append(JobStatusPanel(unreachable, "/alice/u", max_failures=5, **fast))  # type: ignore[arg-type]
+    first = JobStatusPanel(superseded, "/alice/s", **fast)  # type: ignore[arg-type]
+    _wait_for_pollers(before + 5)
+
+    replaced.submitted_ms = 2_000  # the same name was submitted again
+    gone.missing = True
+    panels[2].close()
+    second = JobStatusPanel(superseded, "/alice/s", **fast)  # type: ignore[arg-type]  # the cell ran again
+    _wait_for_pollers(before + 1)  # only the newest panel of /alice/s still polls
+    assert "replaced by a newer submission" in panels[0].message.value
+    assert "no longer exists" in panels[1].message.value
+    assert "stopped polling after 5 failed attempts" in panels[3].message.value
+    assert "a newer panel follows this job" in first.message.value
+    second.close()
+    _wait_for_pollers(before)

@@ -38,6 +38,8 @@ TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
 START_TIMEOUT: Final[float] = 10.0
 LOCK_FILE: Final[str] = "controller.lock"
 LOG_FILE: Final[str] = "controller.log"
+NO_CONTROLLER_URL: Final[str] = "(none)"
+"""The ``url`` of the ``ControllerUnreachable`` raised when no controller is configured or running."""
 
 _started: list[subprocess.Popen[bytes]] = []
 """Controllers this process started; held so that Python never warns about them as leaked."""
@@ -69,7 +71,7 @@ def resolve(url: str | None = None, token: str | None = None, *, start: bool = T
         info = start_controller()
     if info is None:
         raise ControllerUnreachable(f"no controller is configured or running; pass url=, set ${URL_ENV}, "
-                                    "or run `fray-jupyter controller`", url="(none)")
+                                    "or run `fray-jupyter controller`", url=NO_CONTROLLER_URL)
     return info.url, token or info.token
 
 

@@ -10,8 +10,10 @@ caller of the controller's own OS user) before the body is read. A body over
 ``MAX_REQUEST_BYTES`` (declared, received, or once decompressed) is ``resource_exhausted``. Errors follow the Connect protocol: an HTTP status and a JSON body
 ``{"code": "<code>", "message": "..."}`` (401 ``unauthenticated``, 400 ``invalid_argument``,
 404 ``not_found``, 409 ``already_exists``, 501 ``unimplemented`` with one line saying why for
-Iris RPCs this controller cannot serve, ...). ``GET /health`` answers ``{"status": "ok"}``
-without a token, so a client can tell a live controller from a stale address.
+Iris RPCs this controller cannot serve, ...). ``GET /health`` answers ``{"status": "ok", "instance":
+"<id>"}`` without a token, so a client can tell this live controller from a stale address (the
+instance id is also in the runtime file). ``POST /fray/admin/<verb>`` (``status``, ``gc``; checked
+like an RPC) answers the controller's own JSON for ``fray-jupyter controller status|gc``.
 
 Why not connect-python's ``ConnectASGIApplication``: it decodes the body before any
 interceptor runs, so garbage bytes come back as ``unknown``/500 rather than
@@ -26,7 +28,7 @@ import gzip
 import io
 import json
 import zlib
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Final
 
 import zstandard
@@ -50,13 +52,20 @@ def encode(codec: str, message: Message) -> bytes:
     return json_format.MessageToJson(message, indent=None).encode()
 
 
+AdminVerb = Callable[[], Awaitable[dict[str, Any]]]
+
+
 class ConnectApp:
     """ASGI app serving ``METHODS`` through ``invoke`` for the callers ``auth`` lets in (a bare
-    token means ``Authenticator(token)``)."""
+    token means ``Authenticator(token)``); ``instance`` is what ``/health`` names, ``admin`` the
+    ``/fray/admin/<verb>`` handlers."""
 
-    def __init__(self, invoke: Invoke, auth: Authenticator | str) -> None:
+    def __init__(self, invoke: Invoke, auth: Authenticator | str, instance: str = "",
+                 admin: Mapping[str, AdminVerb] | None = None) -> None:
         self.invoke = invoke
         self.auth = auth if isinstance(auth, Authenticator) else Authenticator(auth)
+        self.health = json.dumps({"status": "ok", "instance": instance}).encode()
+        self.admin = dict(admin or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -73,20 +82,30 @@ class ConnectApp:
                     "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 
+    def _authenticate(self, scope: Scope) -> dict[str, str]:
+        """The request's headers, once ``auth`` let the caller in (``RpcError`` otherwise)."""
+        headers = _headers(scope)
+        client, server = scope.get("client"), scope.get("server")
+        self.auth.check(headers.get("authorization"), tuple(client) if client else None,
+                        server[1] if server else None)
+        return headers
+
     async def _handle(self, scope: Scope, receive: Receive) -> tuple[int, str, bytes]:
         path, verb = scope["path"], scope["method"]
         if path == "/health" and verb == "GET":
-            return 200, "application/json", b'{"status":"ok"}'
+            return 200, "application/json", self.health
+        if path.startswith("/fray/admin/") and (handler := self.admin.get(path.removeprefix("/fray/admin/"))):
+            self._authenticate(scope)
+            if verb != "POST":
+                raise RpcError(Code.UNIMPLEMENTED, f"{verb} is not supported; use POST")
+            return 200, "application/json", json.dumps(await handler()).encode()
         method = METHODS_BY_PATH.get(path)
         if method is None:
             raise unimplemented(path)
         if verb != "POST":
             message = {"code": Code.UNIMPLEMENTED.connect_name, "message": f"{verb} is not supported; use POST"}
             return 405, "application/json", json.dumps(message).encode()
-        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-        client, server = scope.get("client"), scope.get("server")
-        self.auth.check(headers.get("authorization"), tuple(client) if client else None,
-                        server[1] if server else None)
+        headers = self._authenticate(scope)
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         codec = _CODECS.get(media_type)
         if codec is None:
@@ -98,6 +117,10 @@ class ConnectApp:
         body = _decompress(await _read_body(receive), headers.get("content-encoding", "identity"))
         response = self.invoke(method, decode(method, codec, body))
         return 200, media_type, encode(codec, response)
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
 
 
 async def _read_body(receive: Receive) -> bytes:

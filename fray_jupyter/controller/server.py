@@ -161,7 +161,8 @@ async def serve(args: argparse.Namespace) -> int:
     grpc_port = await grpc.start(args.host, args.grpc_port)
     grpc_url = f"grpc://{_url_host(args.host)}:{grpc_port}"
     engine.controller_url = url
-    config = uvicorn.Config(ConnectApp(invoke, auth), lifespan="off", log_level="warning", access_log=False,
+    instance = secrets.token_hex(8)
+    config = uvicorn.Config(ConnectApp(invoke, auth, instance), lifespan="off", log_level="warning", access_log=False,
                             timeout_keep_alive=75, loop="none", http="auto")
     http = _Uvicorn(config)
 
@@ -176,7 +177,8 @@ async def serve(args: argparse.Namespace) -> int:
     if http_task.done():
         await grpc.stop(None)
         return 1
-    write_runtime_file(ControllerInfo(url=url, grpc_url=grpc_url, token=token, pid=os.getpid()), runtime_file)
+    write_runtime_file(ControllerInfo(url=url, grpc_url=grpc_url, token=token, pid=os.getpid(), instance=instance),
+                       runtime_file)
     print(f"fray controller: connect={url} grpc={grpc_url} slots={engine.slots} cluster={cluster.profile.name} "
           f"state={root} "
           f"runtime-file={runtime_file} recovered={recovered}", flush=True)

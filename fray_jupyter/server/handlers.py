@@ -9,6 +9,9 @@ Rules:
   client's one-line message; any other controller failure 502 (504 when it timed out).
 * A job id (``/user/name``, slashes included) travels as ONE percent-encoded path segment:
   ``/fray/jobs/%2Falice%2Ftrain/logs`` (``encodeURIComponent`` on the TypeScript side).
+* Logging: "no controller yet" (none configured or running: a normal state the sidebar's background
+  poll meets) is one debug line; any other controller failure is one warning line; neither is
+  followed by Jupyter's access-log error with the request headers.
 * A request never starts a process unless it says ``start=1`` (and ``c.FrayServer.start_controller``
   allows it): the sidebar asks for that while the user has it open; its background polls for
   notifications, and any plain GET, only look for a running controller.
@@ -37,6 +40,7 @@ from fray_jupyter.client import (
 )
 from fray_jupyter.client.client import SORT_FIELDS
 from fray_jupyter.client.clusters import CLUSTER_NAME, list_clusters, marin_unavailable
+from fray_jupyter.client.discovery import NO_CONTROLLER_URL
 from fray_jupyter.iris.states import JOB_STATES
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.server import contract, serialize
@@ -63,17 +67,18 @@ HTTP_STATUS: Final[tuple[tuple[type[FrayError], int, str], ...]] = (
 class ApiError(tornado.web.HTTPError):
     """An error answered as JSON ``{"message": ..., "code": ...}`` with ``status``."""
 
-    def __init__(self, status: int, message: str, code: str) -> None:
+    def __init__(self, status: int, message: str, code: str, *, expected: bool = False) -> None:
         super().__init__(status)
         self.message = message
         self.code = code
+        self.expected = expected  # a normal state (no controller yet), not a failure
 
 
 def api_error(error: FrayError) -> ApiError:
     """The HTTP answer for a client error (see ``HTTP_STATUS``)."""
     for cls, status, code in HTTP_STATUS:
         if isinstance(error, cls):
-            return ApiError(status, str(error), code)
+            return ApiError(status, str(error), code, expected=cls is ControllerUnreachable and error.url == NO_CONTROLLER_URL)
     if error.code == "deadline_exceeded":
         return ApiError(504, str(error), "controller_timeout")
     return ApiError(502, str(error), "controller_error")
@@ -106,8 +111,21 @@ class FrayHandler(APIHandler):
         if not isinstance(error, ApiError):
             super().write_error(status_code, **kwargs)
             return
-        self.log.warning("fray: %s %s -> %d: %s", self.request.method, self.request.path, status_code, error.message)
+        log = self.log.debug if error.expected else self.log.warning
+        log("fray: %s %s -> %d: %s", self.request.method, self.request.path, status_code, error.message)
+        self.answered_error = True
         self.reply(contract.ApiError(message=error.message, code=error.code))
+
+    answered_error = False
+
+    def _log(self) -> None:
+        """Tornado's per-request log hook: an ``ApiError`` was already logged once by
+        ``write_error``, so its access line is debug, without Jupyter's header dump."""
+        if not self.answered_error:
+            super()._log()
+            return
+        self.log.debug("%d %s %s %.2fms", self.get_status(), self.request.method, self.request.path,
+                       1000.0 * self.request.request_time())
 
     # -- query parameters -----------------------------------------------------------------------
     def wants_start(self) -> bool:

@@ -9,6 +9,11 @@ Rules:
   stays free for other cells meanwhile (ipykernel sends widget updates from threads).
 * Failures to reach the controller are shown in the panel and retried at ``poll_max``; nothing a
   poll or a click raises reaches the notebook.
+* The poller thread also stops for good (saying why in the panel) when the job was replaced by a
+  newer submission of the same name (its submission time changed) or no longer exists, when the
+  panel is closed (``close``, or a newer panel for the same job in this kernel), and after
+  ``max_failures`` polls in a row failed to reach the controller (gone for good: ``%fray status``
+  makes a new panel). So a kernel holds at most one poller per live job.
 * Everything the job or controller wrote is HTML-escaped by ``views.job``.
 * Cancel asks the controller to terminate the job and polls at once; the button is disabled once
   the job is terminal.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import deque
 from html import escape
 from typing import TYPE_CHECKING, Any, Final
@@ -25,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import ipywidgets as widgets
 
 from fray_jupyter.client.client import FrayClient
-from fray_jupyter.client.errors import FrayError
+from fray_jupyter.client.errors import FrayError, JobNotFound
 from fray_jupyter.client.logs import log_line
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
@@ -36,6 +42,9 @@ if TYPE_CHECKING:
 
 BACKOFF: Final[float] = 1.6
 LOG_LINES: Final[int] = 200
+MAX_FAILED_POLLS: Final[int] = 60
+"""Polls in a row that may fail to reach the controller (about 5 minutes at ``poll_max``) before
+the poller gives up."""
 DRAIN_GRACE: Final[float] = 0.2
 """Seconds between seeing the job finish and the last log fetch (late rows reach the store)."""
 
@@ -46,9 +55,12 @@ class JobStatusPanel(widgets.VBox):
     bounds the tail kept and shown."""
 
     def __init__(self, client: FrayClient, job_id: str, *, start: bool = True, log_lines: int = LOG_LINES,
-                 poll_first: float = 0.25, poll_max: float = 5.0, **kwargs: Any) -> None:
+                 poll_first: float = 0.25, poll_max: float = 5.0, max_failures: int = MAX_FAILED_POLLS,
+                 **kwargs: Any) -> None:
         self.client, self.job_id = client, job_id
-        self.poll_first, self.poll_max = poll_first, poll_max
+        self.poll_first, self.poll_max, self.max_failures = poll_first, poll_max, max_failures
+        self.ended = ""  # why the poller stopped for good (replaced, gone, unreachable), else ""
+        self._failures = 0
         self.status: job_pb2.JobStatus | None = None
         self.task_list: tuple[job_pb2.TaskStatus, ...] = ()
         self.lines: deque[str] = deque(maxlen=log_lines)
@@ -102,8 +114,13 @@ class JobStatusPanel(widgets.VBox):
 
     # -- polling -----------------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the background poller (once; not for a job already seen terminal)."""
-        if self._thread is None and not self.done:
+        """Start the background poller (once; not for a job already seen terminal or given up
+        on); a poller of an older panel for the same job stops."""
+        if self._thread is None and not self.done and not self.ended:
+            older = _FOLLOWING.get(self.job_id)
+            if older is not None and older is not self:
+                older._end("a newer panel follows this job; this one stopped updating")
+            _FOLLOWING[self.job_id] = self
             self._thread = threading.Thread(target=self._run, name=f"fray-status {self.job_id}", daemon=True)
             self._thread.start()
 
@@ -129,18 +146,40 @@ class JobStatusPanel(widgets.VBox):
         with self._lock:
             try:
                 changed = self._poll()
+            except JobNotFound:
+                self._end(f"job {self.job_id} no longer exists on the controller; stopped following it")
+                return False
             except FrayError as error:
                 self._unreachable = True
-                self.message.value = self._note(f"{error} (retrying)", error=True)
+                self._failures += 1
+                if self._failures >= self.max_failures:
+                    self._end(f"{error}; stopped polling after {self._failures} failed attempts "
+                              f"(run %fray status {self.job_id} to look again)")
+                else:
+                    self.message.value = self._note(f"{error} (retrying)", error=True)
                 return False
+            self._failures = 0
             if self._unreachable:
                 self._unreachable, self.message.value = False, ""
             self._render()
+            if self.ended:
+                self.message.value = self._note(self.ended)
             return changed
+
+    def _end(self, reason: str) -> None:
+        """Stop polling for good and say why."""
+        self.ended = reason
+        self.message.value = self._note(reason, error=True)
+        self.stop()
 
     def _poll(self) -> bool:
         was_terminal = self.done
         status = self.client.status(self.job_id)
+        if self.status is not None and status.submitted_at.epoch_ms != self.status.submitted_at.epoch_ms:
+            self.ended = ("this job was replaced by a newer submission of the same name; this panel no longer "
+                          "follows it")
+            self.stop()
+            return False
         tasks = self.client.tasks(self.job_id)
         fetched = self._fetch_logs()
         while view.is_terminal(status) and not was_terminal:  # drain the rows written as it ended
@@ -230,3 +269,6 @@ class JobStatusPanel(widgets.VBox):
             bundle["text/plain"] = view.status_text(self.status, self.task_list)
         return bundle
 
+
+_FOLLOWING: weakref.WeakValueDictionary[str, JobStatusPanel] = weakref.WeakValueDictionary()
+"""The panel whose poller follows each job id in this kernel (one at a time)."""
