@@ -1,6 +1,6 @@
 """``fray-jupyter``: ``plan`` previews what Iris would receive for a job described by flags (``--check``
 also asks a controller whether it fits: exit 3 for never); ``controller`` runs the embedded
-controller in the foreground."""
+controller in the foreground, and ``controller status|stop|gc`` shows, stops or cleans up the running one."""
 
 from __future__ import annotations
 
@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; exits 2 with one line for bad flags or an invalid job."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["controller"] and argv[1:2] and argv[1] in ("status", "stop", "gc"):
+        from fray_jupyter.controller.manage import main as manage_main
+
+        return manage_main(argv[1:])
     if argv[:1] == ["controller"]:
         from fray_jupyter.controller.server import main as controller_main
 

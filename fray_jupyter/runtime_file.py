@@ -24,6 +24,10 @@ from typing import Final
 from jupyter_core.paths import jupyter_data_dir, jupyter_runtime_dir
 
 RUNTIME_FILE_NAME: Final[str] = "fray-controller.json"
+IDLE_ENV: Final[str] = "FRAY_CONTROLLER_IDLE_TIMEOUT"
+"""Seconds an embedded controller may stay idle before it stops (0: never; see ``controller.lifecycle``)."""
+AUTO_IDLE_TIMEOUT_S: Final[float] = 3600.0
+"""The idle timeout of a controller that discovery starts in the background, unless ``IDLE_ENV`` is set."""
 HEALTH_TIMEOUT: Final[float] = 2.0
 """Seconds to wait for ``/health`` before a runtime file counts as stale."""
 

@@ -8,6 +8,10 @@
   stays KILLED; log lines read before the kill are still there.
 * A controller that never comes back (or is frozen) fails a call within its deadline.
 * A kernel restart and a Jupyter server restart mid-job: the job and its logs stay visible.
+* The state dir reaches its size cap while jobs keep writing: the files of the oldest finished
+  jobs go, the state dir ends under its cap, and the newest jobs and every job record stay.
+* After a crash the runtime file names a pid that now belongs to an unrelated live process (as
+  after a reboot): discovery does not trust it, starts a new controller, and the history is there.
 * ``kill -9`` right after a running job was replaced (its task still ignoring SIGTERM): after the
   restart the old task's processes are gone, and the job is the replacement, whole, once.
 """
@@ -267,6 +271,70 @@ def test_kill_9_at_random_points_under_load_loses_nothing(tmp_path: Path) -> Non
         for client in (*clients, checker):
             client.close()
         stop_quietly(controller)
+
+
+# -- disk cap reached -----------------------------------------------------------------------------
+def test_the_state_dir_reaching_its_cap_drops_the_oldest_finished_jobs_files(tmp_path: Path) -> None:
+    from fray_jupyter.controller.manage import admin_call
+    from fray_jupyter.controller.retention import tree_bytes
+
+    cap = 6 * 2**20
+    controller = start_controller(tmp_path / "state", "--slots", "2", "--max-state-size", str(cap),
+                                  "--gc-interval", "0.3")
+    try:
+        wire = controller.wire()
+        ids = []
+        for index in range(8):  # 8 x 2 MiB of task output into a 6 MiB state dir
+            ids.append(wire.launch(launch_request(f"big-{index}", "head -c 2097152 /dev/zero > blob")))
+            assert wire.wait(ids[-1], TERMINAL_JOB_STATES).state == J.JOB_STATE_SUCCEEDED
+        deadline = time.monotonic() + 10
+        while (figures := admin_call(controller.info, "status"))["state_bytes"] > cap:
+            assert time.monotonic() < deadline, f"state dir still over its cap: {figures}"
+            time.sleep(0.1)
+        assert tree_bytes(tmp_path / "state") <= cap
+        assert figures["jobs"] == 8 and figures["jobs_cleaned"] >= 4 and figures["last_gc"]["over_cap"] is False
+        newest = wire.call("ListTasks", C.ListTasksRequest(job_id=ids[-1])).tasks[0]
+        assert newest.state == J.TASK_STATE_SUCCEEDED
+        listed = [job.job_id for job in wire.call("ListJobs", C.ListJobsRequest()).jobs]
+        assert sorted(listed) == sorted(ids)  # records kept
+        wire.close()
+    finally:
+        stop_quietly(controller)
+
+
+# -- stale runtime file with a live unrelated pid --------------------------------------------------
+def test_a_runtime_file_left_by_a_crash_naming_a_live_unrelated_pid(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from fray_jupyter.client import discovery
+    from fray_jupyter.client.discovery import connect
+    from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path, write_runtime_file
+
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    for name in ("FRAY_CONTROLLER_URL", "FRAY_CONTROLLER_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with connect() as client:
+        job_id = client.submit(launch_request("before-crash", "echo remembered"))
+        client.wait(job_id, timeout=20)
+    crashed = read_runtime_file()
+    assert crashed is not None
+    os.kill(crashed.pid, signal.SIGKILL)
+    discovery._started[-1].wait(timeout=10)
+    unrelated = subprocess.Popen(["sleep", "60"])  # the pid the file names is alive again, as something else
+    try:
+        write_runtime_file(replace(crashed, pid=unrelated.pid), runtime_file_path())
+        with connect() as client:
+            assert client.url != crashed.url
+            assert [entry.data for entry in client.logs(job_id).entries] == ["remembered"]
+        info = read_runtime_file()
+        assert info is not None and info.pid not in (crashed.pid, unrelated.pid) and info.instance != crashed.instance
+        os.kill(info.pid, signal.SIGTERM)
+        discovery._started[-1].wait(timeout=20)
+    finally:
+        unrelated.kill()
+        unrelated.wait()
 
 
 # -- kill -9 during a replacement ------------------------------------------------------------------

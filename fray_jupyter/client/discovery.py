@@ -7,7 +7,8 @@ token: the ``token`` argument; else, with a URL from the argument or the environ
 with a URL from the runtime file, that file's token.
 
 A started controller is ``python -m fray_jupyter.controller`` in its own session: it outlives the
-kernel, ignores the kernel's interrupts, and logs to ``<state dir>/controller.log``. An exclusive
+kernel, ignores the kernel's interrupts, logs to ``<state dir>/controller.log``, and stops by itself
+after an hour idle (``$FRAY_CONTROLLER_IDLE_TIMEOUT`` seconds when set); the next use starts it again. An exclusive
 lock on ``<state dir>/controller.lock`` held over "look for one, else start one and wait for it"
 makes kernels that connect at the same moment share one controller. If the runtime file does not
 appear within ``START_TIMEOUT`` seconds, the process is stopped and ``ControllerStartFailed``
@@ -28,7 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from fray_jupyter.client.errors import ControllerStartFailed, ControllerUnreachable
-from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file, runtime_file_path, state_dir
+from fray_jupyter.runtime_file import (
+    AUTO_IDLE_TIMEOUT_S,
+    IDLE_ENV,
+    ControllerInfo,
+    read_runtime_file,
+    runtime_file_path,
+    state_dir,
+)
 
 if TYPE_CHECKING:
     from fray_jupyter.client.client import FrayClient
@@ -76,9 +84,13 @@ def resolve(url: str | None = None, token: str | None = None, *, start: bool = T
 
 
 def controller_command(state: Path, runtime_file: Path) -> list[str]:
-    """The command line of an embedded controller on free loopback ports."""
-    return [sys.executable, "-m", "fray_jupyter.controller",
-            "--state-dir", str(state), "--runtime-file", str(runtime_file)]
+    """The command line of an embedded controller on free loopback ports, stopping after
+    ``AUTO_IDLE_TIMEOUT_S`` idle (or ``$FRAY_CONTROLLER_IDLE_TIMEOUT``)."""
+    command = [sys.executable, "-m", "fray_jupyter.controller",
+               "--state-dir", str(state), "--runtime-file", str(runtime_file)]
+    if not os.environ.get(IDLE_ENV, "").strip():  # when set, the controller reads the variable itself
+        command += ["--idle-timeout", f"{AUTO_IDLE_TIMEOUT_S:g}"]
+    return command
 
 
 def start_controller(runtime_file: Path | None = None, state: Path | None = None, *,

@@ -86,7 +86,7 @@ class Engine:
     """Owns the queue and the running tasks; see the module docstring."""
 
     def __init__(self, store: Store, work_root: Path, slots: int, cluster: Cluster | None = None,
-                 passed_env: Mapping[str, str] | None = None) -> None:
+                 passed_env: Mapping[str, str] | None = None, log_lines: int = 100_000) -> None:
         self.store = store
         self.passed_env = dict(passed_env or {})
         self.cluster = cluster
@@ -96,7 +96,7 @@ class Engine:
         self.queue: dict[str, scheduler.QueuedJob] = {}
         self.running: dict[str, Running] = {}  # by attempt uid
         self._deadlines: dict[str, int] = {}
-        self.logs = LogBuffer(store)
+        self.logs = LogBuffer(store, log_lines)
         self._attempt_tasks: set[asyncio.Task[None]] = set()
         self._unrecorded: list[tuple[Running, str]] = []
         self._wake = asyncio.Event()
@@ -344,6 +344,7 @@ class Engine:
         if running.forgotten:
             self.store.remove_stray(running.uid)
             return
+        self.logs.finish(running.job.job_id, running.idx, running.attempt)
         self.logs.flush()
         job_id, idx = running.job.job_id, running.idx
         with self.store.transaction():

@@ -38,8 +38,9 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import uvicorn
 
@@ -48,6 +49,16 @@ from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.connect_app import ConnectApp
 from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.grpc_server import GrpcServer
+from fray_jupyter.controller.lifecycle import IDLE_ENV, Activity, idle_timeout
+from fray_jupyter.controller.retention import (
+    DAYS_ENV,
+    GC_INTERVAL_S,
+    LOG_LINES_ENV,
+    SIZE_ENV,
+    Policy,
+    Retention,
+    tree_bytes,
+)
 from fray_jupyter.controller.rpc import Authenticator, invoke_logged
 from fray_jupyter.controller.runner import PASS_ENV_VAR, pass_through_names
 from fray_jupyter.controller.scheduler import default_slots
@@ -90,6 +101,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cluster-config", default=None, metavar="NAME|PATH",
                         help="the cluster whose placement rules apply: 'default' (built in), 'marin' (needs "
                              f"marin-iris) or an Iris cluster-config YAML (default: ${CLUSTER_CONFIG_ENV}, else default)")
+    parser.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
+                        help=f"stop after this long with no running or queued task and no request; 0 never "
+                             f"(default: ${IDLE_ENV}, else 0; the auto-started controller: 3600)")
+    parser.add_argument("--retention-days", type=float, default=None, metavar="DAYS",
+                        help=f"remove the files of jobs finished this long ago (default: ${DAYS_ENV}, else 7)")
+    parser.add_argument("--max-state-size", default=None, metavar="SIZE",
+                        help=f"remove files of finished jobs, oldest first, while the state dir is larger "
+                             f"(default: ${SIZE_ENV}, else 5g)")
+    parser.add_argument("--max-log-lines", type=int, default=None, metavar="LINES",
+                        help=f"log lines kept per task (default: ${LOG_LINES_ENV}, else 100000)")
+    parser.add_argument("--gc-interval", type=float, default=GC_INTERVAL_S, metavar="SECONDS",
+                        help=f"seconds between retention passes (default: {GC_INTERVAL_S:g})")
     parser.add_argument("--pass-env", action="append", default=[], metavar="NAME[,NAME...]",
                         help="also give tasks these variables of the controller's environment (repeatable; "
                              f"added to ${PASS_ENV_VAR}); tasks otherwise get a fixed base environment")
@@ -102,6 +125,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.slots is not None and args.slots < 1:
         parser.error("--slots must be at least 1")
+    try:
+        args.idle_timeout = idle_timeout(args.idle_timeout, os.environ)
+        args.policy = Policy.from_options(args.retention_days, args.max_state_size, args.max_log_lines, os.environ)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.policy.log_lines < 1 or args.policy.days < 0 or args.gc_interval <= 0:
+        parser.error("--max-log-lines must be at least 1, --retention-days not negative, --gc-interval positive")
     if args.iris_local:
         unsupported = [flag for flag, value in (("--grpc-port", args.grpc_port), ("--slots", args.slots),
                                                 ("--token", args.token)) if value is not None]
@@ -150,9 +180,11 @@ async def serve(args: argparse.Namespace) -> int:
     cluster = Cluster(load_profile(args.cluster_config or os.environ.get(CLUSTER_CONFIG_ENV) or None))
     store = Store(root / "controller.sqlite3")
     passed = {name: os.environ[name] for name in pass_through_names(args.pass_env, os.environ) if name in os.environ}
-    engine = Engine(store, root / "work", args.slots or default_slots(), cluster, passed)
+    engine = Engine(store, root / "work", args.slots or default_slots(), cluster, passed, args.policy.log_lines)
     recovered = engine.recover()
-    invoke = invoke_logged(ControllerService(store, engine, root / "bundles", cluster))
+    activity = Activity(args.idle_timeout)
+    invoke = activity.wrap(invoke_logged(ControllerService(store, engine, root / "bundles", cluster)))
+    retention = Retention(store, root, args.policy, lambda: {running.job.id for running in engine.running.values()})
 
     http_socket = _bind(args.host, args.port)
     url = f"http://{_url_host(args.host)}:{http_socket.getsockname()[1]}"
@@ -162,7 +194,18 @@ async def serve(args: argparse.Namespace) -> int:
     grpc_url = f"grpc://{_url_host(args.host)}:{grpc_port}"
     engine.controller_url = url
     instance = secrets.token_hex(8)
-    config = uvicorn.Config(ConnectApp(invoke, auth, instance), lifespan="off", log_level="warning", access_log=False,
+
+    async def status() -> dict[str, Any]:
+        state_bytes = await asyncio.to_thread(tree_bytes, root)
+        return {"url": url, "grpc_url": grpc_url, "instance": instance, "state_dir": str(root),
+                "state_bytes": state_bytes, "slots": engine.slots, "tasks_running": len(engine.running),
+                "jobs_queued": len(engine.queue), **activity.figures(), **retention.figures()}
+
+    async def collect() -> dict[str, Any]:
+        return asdict(await retention.collect())
+
+    app = ConnectApp(invoke, auth, instance, admin={"status": status, "gc": collect})
+    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
                             timeout_keep_alive=75, loop="none", http="auto")
     http = _Uvicorn(config)
 
@@ -172,6 +215,8 @@ async def serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     http_task = asyncio.ensure_future(http.serve(sockets=[http_socket]))
     engine_task = asyncio.ensure_future(engine.run())
+    helpers = [asyncio.ensure_future(retention.run_periodically(args.gc_interval)),
+               asyncio.ensure_future(activity.watch(lambda: engine.busy, stop))]
     while not http.started and not http_task.done():
         await asyncio.sleep(0.005)
     if http_task.done():
@@ -188,6 +233,8 @@ async def serve(args: argparse.Namespace) -> int:
         remove_runtime_file(os.getpid(), runtime_file)
         http.should_exit = True
         await grpc.stop(0.5)
+        for helper in helpers:
+            helper.cancel()
         await engine.close()
         engine_task.cancel()
         await http_task

@@ -324,6 +324,36 @@ class Store:
             self._db.execute(f"DELETE FROM {table} WHERE job_id = ?", (job_id,))
         return live
 
+    # -- retention ----------------------------------------------------------------------------
+    def job_row_ids(self) -> set[int]:
+        """Row ids of every stored job."""
+        return {row[0] for row in self._db.execute("SELECT id FROM jobs")}
+
+    def finished_jobs_with_files(self) -> list[JobRow]:
+        """Finished jobs whose files retention has not removed yet, oldest finish first."""
+        rows = self._db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE finished_ms IS NOT NULL AND cleaned_ms IS NULL "
+                                "ORDER BY finished_ms, id").fetchall()
+        return [JobRow(*row) for row in rows]
+
+    def bundle_in_use(self, bundle_path: str) -> bool:
+        """Whether a job whose files are kept still uses this bundle."""
+        return self._db.execute("SELECT 1 FROM jobs WHERE bundle_path = ? AND cleaned_ms IS NULL LIMIT 1",
+                                (bundle_path,)).fetchone() is not None
+
+    def retention_counts(self) -> dict[str, int]:
+        """Jobs (all, unfinished, finished with files, cleaned) and stored log lines."""
+        total, unfinished, with_files, cleaned = self._db.execute(
+            "SELECT count(*), sum(finished_ms IS NULL), sum(finished_ms IS NOT NULL AND cleaned_ms IS NULL), "
+            "sum(cleaned_ms IS NOT NULL) FROM jobs").fetchone()
+        lines = self._db.execute("SELECT count(*) FROM logs").fetchone()[0]
+        return {"jobs": int(total), "jobs_unfinished": int(unfinished or 0), "jobs_with_files": int(with_files or 0),
+                "jobs_cleaned": int(cleaned or 0), "log_lines": int(lines)}
+
+    def log_count(self, job_id: str, idx: int) -> int:
+        """Stored lines of one task."""
+        return int(self._db.execute("SELECT count(*) FROM logs WHERE job_id = ? AND idx = ?",
+                                    (job_id, idx)).fetchone()[0])
+
     # -- stray processes ----------------------------------------------------------------------
     def add_stray(self, attempt_uid: str, pid: int, pgid: int, proc_start: str) -> None:
         """Remember the live process group of a replaced job's attempt."""
