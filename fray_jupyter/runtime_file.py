@@ -17,9 +17,9 @@ import json
 import os
 import socket
 from dataclasses import asdict, dataclass
-from urllib.parse import urlsplit
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from jupyter_core.paths import jupyter_data_dir, jupyter_runtime_dir
 

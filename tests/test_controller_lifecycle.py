@@ -23,7 +23,7 @@ J = job_pb2
 
 def fray(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fray_jupyter.cli", *args], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, check=False)
 
 
 def test_status_gc_and_stop_commands(tmp_path: Path) -> None:

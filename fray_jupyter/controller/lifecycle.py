@@ -15,7 +15,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Final
 
 from google.protobuf.message import Message
 

@@ -30,7 +30,13 @@ from urllib.parse import urlsplit
 
 from fray_jupyter.controller.retention import Policy, Retention
 from fray_jupyter.controller.store import Store
-from fray_jupyter.runtime_file import ControllerInfo, process_alive, read_runtime_file, runtime_file_path, state_dir
+from fray_jupyter.runtime_file import (
+    ControllerInfo,
+    process_alive,
+    read_runtime_file,
+    runtime_file_path,
+    state_dir,
+)
 
 STOP_TIMEOUT_S = 20.0
 
@@ -68,17 +74,16 @@ def render_status(figures: dict[str, Any]) -> str:
     last_text = ("no collection yet" if last is None else
                  f"last gc {_duration(time.time() - last['at_ms'] / 1000)} ago removed the files of "
                  f"{last['jobs_cleaned']} job(s), freed {_mib(last['bytes_freed'])}")
-    rows = [
-        ("controller", f"{figures['url']}  (grpc {figures['grpc_url']})  pid {figures['pid']}  "
-                       f"up {_duration(figures['uptime_s'])}"),
-        ("tasks", f"{figures['tasks_running']} running of {figures['slots']} slots, {figures['jobs_queued']} job(s) "
-                  f"queued; {figures['jobs']} job(s) on record, {figures['jobs_unfinished']} unfinished"),
-        ("state dir", f"{figures['state_dir']}  {_mib(figures['state_bytes'])} of a {_mib(policy['max_bytes'])} cap"),
-        ("retention", f"files of finished jobs kept {policy['days']:g} days; logs capped at "
-                      f"{policy['log_lines']:,} lines per task; {figures['jobs_with_files']} finished job(s) "
-                      f"with files, {figures['jobs_cleaned']} cleaned; {last_text}"),
-        ("idle", idle),
-    ]
+    controller = (f"{figures['url']}  (grpc {figures['grpc_url']})  pid {figures['pid']}  "
+                  f"up {_duration(figures['uptime_s'])}")
+    tasks = (f"{figures['tasks_running']} running of {figures['slots']} slots, {figures['jobs_queued']} job(s) "
+             f"queued; {figures['jobs']} job(s) on record, {figures['jobs_unfinished']} unfinished")
+    state = f"{figures['state_dir']}  {_mib(figures['state_bytes'])} of a {_mib(policy['max_bytes'])} cap"
+    retention = (f"files of finished jobs kept {policy['days']:g} days; logs capped at {policy['log_lines']:,} "
+                 f"lines per task; {figures['jobs_with_files']} finished job(s) with files, "
+                 f"{figures['jobs_cleaned']} cleaned; {last_text}")
+    rows = [("controller", controller), ("tasks", tasks), ("state dir", state), ("retention", retention),
+            ("idle", idle)]
     return "".join(f"{name:<11} {text}\n" for name, text in rows)
 
 

@@ -49,7 +49,7 @@ from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.connect_app import ConnectApp
 from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.grpc_server import GrpcServer
-from fray_jupyter.controller.lifecycle import IDLE_ENV, Activity, idle_timeout
+from fray_jupyter.controller.lifecycle import Activity, idle_timeout
 from fray_jupyter.controller.retention import (
     DAYS_ENV,
     GC_INTERVAL_S,
@@ -65,6 +65,7 @@ from fray_jupyter.controller.scheduler import default_slots
 from fray_jupyter.controller.service import ControllerService
 from fray_jupyter.controller.store import Store
 from fray_jupyter.runtime_file import (
+    IDLE_ENV,
     ControllerInfo,
     remove_runtime_file,
     runtime_file_path,
