@@ -444,6 +444,21 @@ def test_tasks_get_a_fixed_base_environment_whoever_started_the_controller(tmp_p
     assert tmpdir.startswith(str(tmp_path / "state" / "work")) and lines[3] == "tmp-ok"
 
 
+def test_a_second_controller_on_the_same_state_dir_refuses_to_start(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    controller = start_controller(tmp_path / "state")
+    try:
+        second = subprocess.run([sys.executable, "-m", "fray_jupyter.controller", "--state-dir", str(tmp_path / "state"),
+                                 "--runtime-file", str(tmp_path / "other.json")], capture_output=True, text=True,
+                                timeout=60, check=False)
+        assert second.returncode == 1 and "another controller is using the state dir" in second.stderr
+        assert controller.process.poll() is None and not (tmp_path / "other.json").exists()
+    finally:
+        stop_quietly(controller)
+
+
 def test_a_crash_while_a_terminated_task_ignores_sigterm_still_kills_it_on_restart(tmp_path: Path) -> None:
     controller = start_controller(tmp_path / "state")
     wire = controller.wire()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import secrets
@@ -40,7 +41,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import uvicorn
 
@@ -75,6 +76,7 @@ from fray_jupyter.runtime_file import (
 
 TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
 CLUSTER_CONFIG_ENV: Final[str] = "FRAY_CLUSTER_CONFIG"
+OWNER_LOCK: Final[str] = "controller.owner"
 PRIVATE_UMASK: Final[int] = 0o077
 """Everything the controller and its tasks create (state dir, store, bundles, work dirs, task
 outputs) is private to the user from the first write: dirs 0700, files 0600."""
@@ -172,12 +174,30 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _claim(root: Path) -> IO[str] | None:
+    """Hold ``<state dir>/OWNER_LOCK`` for this process's life (None when another controller
+    does): one controller per state dir, even when discovery took a slow one for a stale one."""
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    handle = open(os.open(root / OWNER_LOCK, os.O_RDWR | os.O_CREAT, 0o600), "r+")  # noqa: SIM115 - held until exit
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
 async def serve(args: argparse.Namespace) -> int:
     """Run until SIGTERM/SIGINT; returns the exit status."""
     root = (args.state_dir or state_dir()).expanduser().resolve()
     runtime_file = (args.runtime_file or runtime_file_path()).expanduser()
     token = args.token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32)
     os.environ.pop(TOKEN_ENV, None)
+    owner = _claim(root)
+    if owner is None:
+        print(f"fray controller: another controller is using the state dir {root}; stop it first "
+              "(fray-jupyter controller stop) or pass another --state-dir", file=sys.stderr)
+        return 1
     cluster = Cluster(load_profile(args.cluster_config or os.environ.get(CLUSTER_CONFIG_ENV) or None))
     store = Store(root / "controller.sqlite3")
     passed = {name: os.environ[name] for name in pass_through_names(args.pass_env, os.environ) if name in os.environ}
@@ -240,6 +260,7 @@ async def serve(args: argparse.Namespace) -> int:
         engine_task.cancel()
         await http_task
         store.close()
+        owner.close()
     return 0
 
 
