@@ -55,6 +55,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("controller.py", ("--real-iris", "--ray"), ("--real-iris", "--ray", "--runs", "10"), limit=360),
     Bench("client.py", quick_args=("50",), limit=120),
     Bench("fit.py", quick_args=("20",), limit=120),
+    Bench("twin.py", quick_args=("--quick",), limit=300),
     Bench("sidebar.py", quick_args=("--watch", "70", "--jobs", "20"), limit=300),
     Bench("soak.py", ("--runs", "2000"), ("--runs", "100"), limit=1200),
 )

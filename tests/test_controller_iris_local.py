@@ -20,14 +20,12 @@ import pytest
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.discovery import connect
 from fray_jupyter.controller import iris_local
-from fray_jupyter.iris.proto import controller_pb2, job_pb2, vm_pb2
+from fray_jupyter.iris.proto import job_pb2, vm_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
 from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, read_runtime_file
-from tests.twin import Outcome, places, rpc, settle
-
-C = controller_pb2.Controller
+from tests.twin import Outcome, places, settle
 
 needs_iris = pytest.mark.skipif(iris_local.unavailable_reason() is not None,
                                 reason=str(iris_local.unavailable_reason()))
@@ -132,8 +130,8 @@ def test_flags_that_do_not_apply_are_refused(flags: list[str], words: str) -> No
 # -- --cluster-config ----------------------------------------------------------------------------------
 @needs_iris
 @pytest.mark.parametrize("name, words", [
-    ("nope", "--cluster-config 'nope': does not exist; give 'default' (built in), 'marin' (marin-iris's manifest) "
-             "or the path of an Iris cluster-config YAML"),
+    ("nope", ("--cluster-config 'nope': does not exist; give 'default' (built in), 'marin' (marin-iris's manifest) "
+             "or the path of an Iris cluster-config YAML")),
     ("bad.yaml", "--cluster-config '{tmp}/bad.yaml': Iris cannot load it: "),
     ("{tmp}", "--cluster-config '{tmp}': is a directory; give 'default'"),
 ])
@@ -153,8 +151,7 @@ def test_a_bad_cluster_config_is_one_line_naming_it(tmp_path: Path, name: str, w
 def test_the_marin_manifest_starts_with_every_group_and_no_warm_slice(tmp_path: Path) -> None:
     with iris_local.iris_local_cluster(tmp_path, cluster_config="marin") as url, FrayClient(url) as client:
         def groups() -> dict[str, vm_pb2.ScaleGroupStatus]:
-            status = rpc(client, "GetAutoscalerStatus", C.GetAutoscalerStatusRequest(), C.GetAutoscalerStatusResponse)
-            return {group.name: group for group in status.status.groups}
+            return {group.name: group for group in client.autoscaler_status().status.groups}
 
         first = groups()
         assert len(first) == 82
@@ -207,3 +204,17 @@ def test_two_v4_32_slices_stay_pending_with_iris_reason(twin: FrayClient, tmp_pa
 def test_a_fray_default_cpu_job_succeeds(twin: FrayClient, tmp_path: Path) -> None:
     job_id = _submit(twin, "fray-default", ResourceConfig(), tmp_path)  # 1 core, 4g, 64g disk
     assert twin.wait(job_id, timeout=120).state == job_pb2.JOB_STATE_SUCCEEDED
+
+
+@pytest.mark.parametrize("flags, status, line", [
+    (["--tpu", "v4-32", "--slices", "2"], 3, "fit: never"),
+    (["--tpu", "v5p-16"], 0, "fit: "),
+    (["--tpu", "v5e-4"], 3, "fit: never"),
+])
+def test_plan_check_against_the_twin(twin: FrayClient, flags: list[str], status: int, line: str) -> None:
+    """``fray-jupyter plan --check --controller <twin>``: never for what Iris never places or refuses."""
+    result = subprocess.run([sys.executable, "-m", "fray_jupyter.cli", "plan", *flags, "--check", "--controller",
+                             twin.url, "--", "true"], check=False, capture_output=True, text=True, timeout=60)
+    fit_lines = [text for text in result.stdout.splitlines() if text.startswith("fit: ")]
+    assert result.returncode == status and len(fit_lines) == 1 and fit_lines[0].startswith(line), result
+    assert status == 3 or not fit_lines[0].startswith("fit: never")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -101,7 +100,7 @@ def test_task_environment(tmp_path: Path) -> None:
                            resources, tmp_path, "http://127.0.0.1:9", "bundle-1")
     assert env["IRIS_TASK_ID"] == "/alice/train/2:1" and "IRIS_TASK_INDEX" not in env and "IRIS_JOB_ID" not in env
     assert (env["IRIS_NUM_TASKS"], env["IRIS_ATTEMPT_UID"]) == ("4", "abc123")
-    assert (env["IRIS_ADVERTISE_HOST"], env["IRIS_BIND_HOST"], env["IRIS_VENV"]) == ("127.0.0.1", "127.0.0.1", sys.prefix)
+    assert (env["IRIS_ADVERTISE_HOST"], env["IRIS_BIND_HOST"]) == ("127.0.0.1", "127.0.0.1")
     assert env["MY_VAR"] == "1" and json.loads(env["IRIS_JOB_ENV"])["MY_VAR"] == "1"
     assert json.loads(env["IRIS_TASK_RESOURCES"]) == {"cpu_millicores": 4000, "memory_bytes": str(2**30),
                                                       "device": {"tpu": {"variant": "v4-8"}}}

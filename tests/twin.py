@@ -14,26 +14,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Final, TypeVar
-
-from google.protobuf.message import Message
+from typing import Final
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 
 C = controller_pb2.Controller
 J = job_pb2
-M = TypeVar("M", bound=Message)
 FOREVER_REASONS: Final[tuple[str, ...]] = ("no_matching_group:", "coschedule_mismatch:", "insufficient_resources:")
 """Routing reasons after ``Unsatisfied autoscaler demand: `` that no scale-up or finished job changes
 (Iris's ``routing.py``); ``no_capacity:`` and ``tier_blocked:`` are transient."""
 STARTED: Final[frozenset[int]] = frozenset({J.JOB_STATE_RUNNING, J.JOB_STATE_SUCCEEDED, J.JOB_STATE_FAILED,
                                            J.JOB_STATE_KILLED, J.JOB_STATE_WORKER_FAILED})
-
-
-def rpc(client: FrayClient, method: str, request: Message, response_type: type[M]) -> M:
-    """One call by Iris method name (``ListWorkers``, ``GetAutoscalerStatus``, …)."""
-    return client._call(method, request, response_type)  # noqa: SLF001 - the client's one wire entry point
 
 
 def forever_reason(pending_reason: str) -> str | None:
@@ -68,8 +60,7 @@ def _attribute(worker: C.WorkerHealthStatus, key: str) -> str:
 
 def workers(client: FrayClient) -> dict[str, C.WorkerHealthStatus]:
     """Every worker the controller lists, by id."""
-    response = rpc(client, "ListWorkers", C.ListWorkersRequest(), C.ListWorkersResponse)
-    return {worker.worker_id: worker for worker in response.workers}
+    return {worker.worker_id: worker for worker in client.workers().workers}
 
 
 def task_index(task_id: str) -> int:

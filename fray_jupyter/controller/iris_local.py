@@ -211,13 +211,14 @@ def _marin_manifest(scratch: Path) -> Path:
 def load_local_config(name: str | None, scratch: Path) -> Any:
     """The ``IrisClusterConfig`` the child starts for ``name`` (see the module rules); raises
     ``ClusterConfigError`` with Iris's own complaint about a manifest it refuses."""
+    import yaml  # type: ignore[import-untyped, unused-ignore]
     from iris.cluster.config import load_config, make_local_config  # type: ignore[import-untyped, unused-ignore]
 
     marin = name == "marin"
     path = _built_in_manifest() if name in (None, "", "default") else _marin_manifest(scratch) if marin else Path(name)
     try:
         config = load_config(path)
-    except Exception as error:  # Iris raises ValueError, pydantic's ValidationError, yaml errors, OSError…
+    except (ValueError, TypeError, KeyError, OSError, yaml.YAMLError) as error:  # pydantic's errors are ValueErrors
         detail = " ".join(str(error).split())
         raise ClusterConfigError(f"--cluster-config {name!r}: Iris cannot load it: {detail[:500]}") from None
     if not config.scale_groups:

@@ -42,7 +42,6 @@ with ``fray_jupyter.task_info()``):
 ``IRIS_BUNDLE_ID``          the job's ``bundle_id`` (empty without a bundle)
 ``IRIS_ADVERTISE_HOST``     ``127.0.0.1``: the host a task advertises its services on
 ``IRIS_BIND_HOST``          ``127.0.0.1``: where a task binds them (Iris: ``0.0.0.0``; this is one machine)
-``IRIS_VENV``               ``sys.prefix`` of the controller's Python (Iris: the venv setup built)
 ==========================  ===============================================================
 """
 
@@ -164,7 +163,6 @@ def task_environment(
         "IRIS_BUNDLE_ID": bundle_id,
         "IRIS_ADVERTISE_HOST": LOOPBACK,
         "IRIS_BIND_HOST": LOOPBACK,
-        "IRIS_VENV": sys.prefix,
     })
     return env
 

@@ -11,11 +11,8 @@ import pytest
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.controller import iris_local
-from fray_jupyter.iris.proto import controller_pb2
 from tests.controller_harness import start_controller, stop_quietly
-from tests.twin import rpc
 
-C = controller_pb2.Controller
 WARM_TIMEOUT = 120.0
 
 
@@ -25,9 +22,8 @@ def _wait_for_warm_slices(client: FrayClient) -> None:
     wanted = {g.name: min(g.buffer_slices, g.max_slices) for g in load_profile().groups}
     deadline = time.monotonic() + WARM_TIMEOUT
     while True:
-        status = rpc(client, "GetAutoscalerStatus", C.GetAutoscalerStatusRequest(), C.GetAutoscalerStatusResponse)
-        ready = {g.name: g.slice_state_counts["ready"] for g in status.status.groups}
-        workers = rpc(client, "ListWorkers", C.ListWorkersRequest(), C.ListWorkersResponse).workers
+        ready = {g.name: g.slice_state_counts["ready"] for g in client.autoscaler_status().status.groups}
+        workers = client.workers().workers
         if all(ready.get(name, 0) >= count for name, count in wanted.items()) and all(w.healthy for w in workers):
             return
         assert time.monotonic() < deadline, f"warm slices not ready after {WARM_TIMEOUT} s: {ready}"

@@ -17,9 +17,10 @@ CONSTRAINTS_TAIL = " (constraints: "
 ``device-type==tpu``: the same constraints, readable. The suite compares messages up to this tail.
 Kept: the embedded controller's form is meant for people; nothing parses either."""
 
-_CACHES = ("Kept: Iris points the task at its container mounts (/uv/cache, /hf/cache, /cargo — "
-           "iris.cluster.runtime.env.STANDARD_MOUNTS); on the embedded controller those paths do not exist, and "
-           "tasks use the user's own caches.")
+_CACHES = ("Kept: Iris points the task at its container mounts (/hf/cache, /cargo — "
+           "iris.cluster.runtime.env.STANDARD_MOUNTS) and copies uv's files out of its shared cache "
+           "(UV_LINK_MODE=copy); on the embedded controller those paths do not exist and the uv cache is its own "
+           "(UV_CACHE_DIR and the venv variables are set, by controller/setup.py), so tasks use the user's caches.")
 _TPU_INIT = ("Kept: Iris tells JAX to use the TPU it placed the task on; the embedded controller (and this "
              "machine) has no TPU, so forcing TPU init would make every JAX task fail. (The twin sets it too, "
              "with no TPU: its tasks would fail the same way if they imported JAX.)")
@@ -32,10 +33,7 @@ ENV_ONLY_ON_TWIN: dict[str, str] = {
                             "parses it). Only jobs with a region or zone get it.",
     "PJRT_DEVICE": _TPU_INIT,
     "JAX_FORCE_TPU_INIT": _TPU_INIT,
-    "UV_CACHE_DIR": _CACHES,
     "UV_LINK_MODE": _CACHES,
-    "UV_PROJECT_ENVIRONMENT": _CACHES,
-    "UV_PYTHON_INSTALL_DIR": _CACHES,
     "HF_HUB_CACHE": _CACHES,
     "CARGO_HOME": _CACHES,
     "CARGO_TARGET_DIR": _CACHES,

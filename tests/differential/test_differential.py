@@ -9,7 +9,10 @@ compared on
   share one ``tpu-name`` / ``leafgroup`` value, task i on ``tpu-worker-id`` i) and checked against
   ``plan().groups``;
 * the names of the task environment's variables, modulo ``differences.ENV_ONLY_ON_TWIN`` /
-  ``ENV_ONLY_ON_EMBEDDED``.
+  ``ENV_ONLY_ON_EMBEDDED``;
+* ``fit()`` before submitting: ``never`` exactly for the jobs the twin refuses or leaves pending, and the
+  same verdict (now / after-scale-up / never) from the embedded controller's capacity answers as from
+  the twin's.
 
 Every difference found must be listed in ``differences.py`` with its explanation, and every listed
 difference must still occur: the file is the complete, current account.
@@ -25,11 +28,18 @@ import pytest
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import FrayError
+from fray_jupyter.client.fit import Fit, fit
+from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest
 from fray_jupyter.resources.environment import EnvironmentConfig
 from tests.differential.corpus import CORPUS, ENV_COMMAND, Case
-from tests.differential.differences import CASE_DIFFERENCES, CONSTRAINTS_TAIL, ENV_ONLY_ON_EMBEDDED, ENV_ONLY_ON_TWIN
+from tests.differential.differences import (
+    CASE_DIFFERENCES,
+    CONSTRAINTS_TAIL,
+    ENV_ONLY_ON_EMBEDDED,
+    ENV_ONLY_ON_TWIN,
+)
 from tests.twin import Outcome, Place, partition, places, settle
 
 USER = "diff"
@@ -92,8 +102,20 @@ def run_corpus(client: FrayClient, plans: dict[str, Plan]) -> dict[str, Side]:
 
 
 @pytest.fixture(scope="module")
-def results(twin: FrayClient, embedded: FrayClient,
+def fits(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Fit, Fit]]:
+    """``fit()`` of every corpus job against each controller with the profile both run, both at rest (only
+    warm slices up), read before anything is submitted."""
+    workspace = tmp_path_factory.mktemp("fit-workspace")
+    plans = {case.name: plan_of(case, workspace) for case in CORPUS}
+    profile = load_profile()  # what both were started with: the wire alone lacks per-VM sizes, zones, capacity
+    return {name: (fit(p, twin, profile=profile, max_age=0), fit(p, embedded, profile=profile, max_age=0))
+            for name, p in plans.items()}
+
+
+@pytest.fixture(scope="module")
+def results(twin: FrayClient, embedded: FrayClient, fits: dict[str, tuple[Fit, Fit]],
             tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Plan, Side, Side]]:
+    del fits  # read first: fit() must see both controllers at rest
     workspace = tmp_path_factory.mktemp("workspace")
     plans = {case.name: plan_of(case, workspace) for case in CORPUS}
     on_twin = run_corpus(twin, plans)
@@ -146,6 +168,17 @@ def test_embedded_controller_does_what_iris_does(results: dict[str, tuple[Plan, 
     stale = sorted(set(documented) - set(observed))
     assert not unexplained, f"unexplained differences for {case.name}: {unexplained}"
     assert not stale, f"differences.py lists {stale} for {case.name}, which no longer differ: remove them"
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[case.name for case in CORPUS])
+def test_fit_agrees_with_what_happened_on_the_twin(results: dict[str, tuple[Plan, Side, Side]],
+                                                   fits: dict[str, tuple[Fit, Fit]], case: Case) -> None:
+    """``never`` exactly for the jobs the twin refused or left pending for ever; and ``fit()`` reads the same
+    verdict from the embedded controller's capacity answers as from the twin's."""
+    _, twin, _ = results[case.name]
+    on_twin, on_embedded = fits[case.name]
+    assert (on_twin.verdict == "never") == (twin.verdict in ("refused", "pending")), (on_twin, twin)
+    assert on_twin.verdict == on_embedded.verdict, (on_twin, on_embedded)
 
 
 def test_task_environments_name_the_same_variables(results: dict[str, tuple[Plan, Side, Side]]) -> None:

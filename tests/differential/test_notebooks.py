@@ -1,0 +1,42 @@
+"""Every example notebook's job cells run on the genuine Iris scheduler too: each notebook runs top to
+bottom with its magics pointed at the twin (``$FRAY_CONTROLLER_URL``), with no error — the same run
+``tests/test_examples.py`` makes against the embedded controller. Task code uses only what a real Iris
+worker sets (``task_info()``), so the same cells print the same places."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from fray_jupyter.client.client import FrayClient
+from fray_jupyter.client.discovery import URL_ENV
+from tests.jupyter_isolation import isolated_jupyter
+
+EXAMPLES = sorted((Path(__file__).parent.parent.parent / "examples").glob("*.ipynb"))
+
+
+def _text(notebook: nbformat.NotebookNode) -> str:
+    return "\n".join(o.get("text", "") or o.get("data", {}).get("text/plain", "")
+                     for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs_on_the_twin(twin: FrayClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    with isolated_jupyter(tmp_path) as runtime:
+        monkeypatch.setenv(URL_ENV, twin.url)
+        monkeypatch.setenv("IRIS_USER", f"nb-{path.stem}")
+        NotebookClient(notebook, timeout=180, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        assert not runtime.exists() or not any(runtime.iterdir()), "a kernel started an embedded controller"
+    errors = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs if o.output_type == "error"]
+    assert not errors, errors
+    text = _text(notebook)
+    if path.name == "tpu_multislice.ipynb":  # task_info() on Iris's own workers: each task a whole slice
+        assert "task 0 of 2: slice 0 of 2, VM 0 of 1" in text and "task 1 of 2: slice 1 of 2, VM 0 of 1" in text
+    if path.name == "gpu_gang.ipynb":
+        assert "task 1 of 2: asked for 8 x H100" in text
