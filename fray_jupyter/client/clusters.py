@@ -103,7 +103,7 @@ def iris_revision_date() -> str | None:
     ``$IRIS_REVISION_DATE``), or None without Marin's Iris (then ``plan()``'s default is sent)."""
     if marin_unavailable() is not None:
         return None
-    from iris.version import client_revision_date  # type: ignore[import-untyped]
+    from iris.version import client_revision_date
 
     return str(client_revision_date()) or None
 
@@ -112,7 +112,7 @@ def uv_setup_script(environment: Any) -> str:
     """Iris's default uv-sync setup script for ``environment`` (a Fray ``EnvironmentConfig``: its
     extras, pip packages and workspace members to sync), for this Python's version — what Iris's
     own client adds when a job has no setup scripts (``iris.cluster.setup_scripts``)."""
-    from iris.cluster.setup_scripts import default_setup_script  # type: ignore[import-untyped]
+    from iris.cluster.setup_scripts import default_setup_script
 
     return str(default_setup_script(
         extras=list(environment.extras), pip_packages=list(environment.pip_packages),
@@ -197,7 +197,7 @@ class NamedCluster:
         if reason is not None:
             raise ClusterUnavailable(reason, url=self.label)
         import click
-        from iris.cli.connect import connect_controller  # type: ignore[import-untyped]
+        from iris.cli.connect import connect_controller
 
         shared = read_runtime_file(shared_cluster_file(self.name))
         self._shared = shared is not None and shared.pid != os.getpid()
