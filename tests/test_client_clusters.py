@@ -18,7 +18,7 @@ import pytest
 
 from fray_jupyter.client import clusters
 from fray_jupyter.client.clusters import CLUSTER_ENV, MARIN_CLUSTER_ENV, chosen_cluster
-from fray_jupyter.client.discovery import URL_ENV
+from fray_jupyter.client.discovery import URL_ENV, connect
 from fray_jupyter.client.errors import ClusterUnavailable
 from fray_jupyter.controller.iris_local import unavailable_reason
 from tests.marin_home import TWIN_MANIFEST, marin_home, run_child
@@ -40,7 +40,6 @@ def iris_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     ("a", None, {CLUSTER_ENV: "b"}, "a"),
     ("a", "http://x:1", {}, "a"),
     (None, "http://x:1", {CLUSTER_ENV: "b"}, None),
-    (None, None, {URL_ENV: "http://x:1", CLUSTER_ENV: "b"}, None),
     (None, None, {CLUSTER_ENV: "b", MARIN_CLUSTER_ENV: "c"}, "b"),
     (None, None, {MARIN_CLUSTER_ENV: "c"}, "c"),
     (None, None, {}, None),
@@ -53,6 +52,13 @@ def test_a_named_cluster_beats_a_url_at_the_same_level_and_the_environment_comes
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert chosen_cluster(cluster, url) == chosen
+
+
+def test_connect_follows_a_url_in_the_environment_before_a_cluster_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(URL_ENV, "http://127.0.0.1:9")
+    monkeypatch.setenv(CLUSTER_ENV, "b")
+    with connect(start=False) as client:
+        assert client.cluster is None and client.url == "http://127.0.0.1:9"
 
 
 def test_without_marin_naming_a_cluster_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,7 @@ from traitlets.config import Config
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.handle import JobHandle
+from fray_jupyter.controller.iris_local import unavailable_reason
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.magics import ControllerError, FrayMagics, JobFailed
 from fray_jupyter.planning import Plan, plan
@@ -429,3 +430,23 @@ def test_load_ext_registers_the_magics_without_the_client_models_or_widgets() ->
     heavy = [name for name in loaded
              if any(name == module or name.startswith(module + ".") for module in HEAVY_MODULES)]
     assert not heavy, f"%load_ext fray_jupyter imported {heavy[:10]}"
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+def test_a_cell_for_a_named_cluster_gets_iris_s_uv_setup_and_revision_date(ip: InteractiveShell,
+                                                                            tmp_path: Path) -> None:
+    """As ``iris job run`` builds it: a uv-project workspace without setup scripts gets Iris's uv-sync
+    script, and the revision date is the installed marin-iris's. The embedded default adds neither.
+    A dry run resolves no cluster."""
+    from iris.cluster.setup_scripts import default_setup_script
+    from iris.version import client_revision_date
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'w'\nversion = '0'\n")
+    with capture_output():
+        fray(ip, f"--dry-run --cluster not-resolved --workspace {tmp_path} --name uv -o on_cluster", "x = 1\n")
+        fray(ip, f"--dry-run --workspace {tmp_path} --name uv -o embedded", "x = 1\n")
+    sent = ip.user_ns["on_cluster"].request
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert list(sent.environment.setup_scripts) == [default_setup_script(python_version=python)]
+    assert sent.client_revision_date == client_revision_date()
+    assert list(ip.user_ns["embedded"].request.environment.setup_scripts) == []

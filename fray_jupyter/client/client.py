@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Final, NamedTuple, Protocol, Self, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Final, NamedTuple, Protocol, Self, TypeVar
 
 from google.protobuf.message import Message
 
@@ -45,9 +45,6 @@ from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.states import is_job_finished
-
-if TYPE_CHECKING:
-    from fray_jupyter.client.clusters import NamedCluster
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
@@ -83,6 +80,22 @@ class HasLaunchRequest(Protocol):
     def request(self) -> Controller.LaunchJobRequest: ...
 
 
+class ClusterLink(Protocol):
+    """A named cluster's resolution as the client uses it (``client.clusters.NamedCluster``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    def headers(self) -> Mapping[str, str]: ...
+
+    def reopen(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class JobPage(NamedTuple):
     """One page of ``ListJobs``: the jobs, how many matched before paging, whether more follow."""
 
@@ -97,7 +110,7 @@ class FrayClient:
     ``client.clusters.connect_cluster``). ``timeout`` bounds each RPC; ``retry_for`` bounds the
     retries of one verb. Thread-safe; use as a context manager or call ``close()``."""
 
-    def __init__(self, url: str, token: str | None = None, *, cluster: NamedCluster | None = None,
+    def __init__(self, url: str, token: str | None = None, *, cluster: ClusterLink | None = None,
                  timeout: float = 30.0, retry_for: float = 10.0) -> None:
         self.timeout = timeout
         self.retry_for = retry_for

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from fray_jupyter.client.discovery import URL_ENV
 from fray_jupyter.client.errors import AuthenticationFailed, ClusterUnavailable, LoginRequired
 from fray_jupyter.runtime_file import (
     ControllerInfo,
@@ -67,12 +66,12 @@ def cluster_from_env() -> str | None:
 
 
 def chosen_cluster(cluster: str | None = None, url: str | None = None) -> str | None:
-    """The cluster to use, if any: ``cluster``; else none when a URL is given (``url`` or
-    ``$FRAY_CONTROLLER_URL``); else ``cluster_from_env()``. A cluster beats a URL at the same level,
-    anything given beats the environment."""
+    """The cluster to use, if any: ``cluster``; else none when a URL is given (``url``: the caller's,
+    including ``$FRAY_CONTROLLER_URL``); else ``cluster_from_env()``. A cluster beats a URL at the
+    same level, anything given beats the environment."""
     if cluster:
         return cluster
-    if url or os.environ.get(URL_ENV):
+    if url:
         return None
     return cluster_from_env()
 
@@ -104,9 +103,21 @@ def iris_revision_date() -> str | None:
     ``$IRIS_REVISION_DATE``), or None without Marin's Iris (then ``plan()``'s default is sent)."""
     if marin_unavailable() is not None:
         return None
-    from iris.version import client_revision_date  # type: ignore[import-untyped]
+    from iris.version import client_revision_date
 
     return str(client_revision_date()) or None
+
+
+def uv_setup_script(environment: Any) -> str:
+    """Iris's default uv-sync setup script for ``environment`` (a Fray ``EnvironmentConfig``: its
+    extras, pip packages and workspace members to sync), for this Python's version — what Iris's
+    own client adds when a job has no setup scripts (``iris.cluster.setup_scripts``)."""
+    from iris.cluster.setup_scripts import default_setup_script
+
+    return str(default_setup_script(
+        extras=list(environment.extras), pip_packages=list(environment.pip_packages),
+        python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
+        packages=list(environment.sync_packages) or None))
 
 
 def _login_errors() -> tuple[type[BaseException], ...]:
@@ -186,7 +197,7 @@ class NamedCluster:
         if reason is not None:
             raise ClusterUnavailable(reason, url=self.label)
         import click
-        from iris.cli.connect import connect_controller  # type: ignore[import-untyped]
+        from iris.cli.connect import connect_controller
 
         shared = read_runtime_file(shared_cluster_file(self.name))
         self._shared = shared is not None and shared.pid != os.getpid()

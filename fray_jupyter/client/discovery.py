@@ -61,7 +61,7 @@ def connect(url: str | None = None, token: str | None = None, *, cluster: str | 
     from fray_jupyter.client.client import FrayClient  # here: resolving needs no transport (see magics)
     from fray_jupyter.client.clusters import chosen_cluster, connect_cluster
 
-    if (name := chosen_cluster(cluster, url)) is not None:
+    if (name := chosen_cluster(cluster, url or os.environ.get(URL_ENV))) is not None:
         return connect_cluster(name, timeout=timeout, retry_for=retry_for)
     url, token = resolve(url, token, start=start)
     return FrayClient(url, token, timeout=timeout, retry_for=retry_for)

@@ -109,10 +109,14 @@ class FrayMagics(Magics):
             self._clients[resolved] = FrayClient(*resolved)
         return self._clients[resolved]
 
-    def _existing_client(self, url: str | None) -> FrayClient | None:
-        """A client of the chosen controller if one is configured or running (never starts one)."""
+    def _existing_client(self, url: str | None, cluster: str | None = None) -> FrayClient | None:
+        """A client of the chosen controller if one is configured or running (never starts one; a
+        named cluster's only if this kernel has already resolved it)."""
         from fray_jupyter.client.client import FrayClient
         from fray_jupyter.client.errors import FrayError
+
+        if (name := cluster or (None if url else settings.cluster(self))) is not None:
+            return self._cluster_clients.get(name)
 
         try:
             resolved = resolve(url or settings.effective(self, "controller_url"), settings.token(self), start=False)
@@ -139,14 +143,15 @@ class FrayMagics(Magics):
 
         args = CELL_PARSER.parse_line(line)
         on_cluster = args.cluster or (None if args.controller else settings.cluster(self))
-        revision = None
-        if on_cluster is not None:  # a real Iris: the date the installed marin-iris's own client sends
-            from fray_jupyter.client.clusters import iris_revision_date
+        revision, uv_setup = None, None
+        if on_cluster is not None:  # a real Iris: what the installed marin-iris's own client sends
+            from fray_jupyter.client.clusters import iris_revision_date, uv_setup_script
 
-            revision = iris_revision_date()
-        prepared = cell_plan(args, cell, self.namespace, user=self.user or None, revision_date=revision)
+            revision, uv_setup = iris_revision_date(), uv_setup_script
+        prepared = cell_plan(args, cell, self.namespace, user=self.user or None, revision_date=revision,
+                             default_setup=uv_setup)
         if args.dry_run:
-            self._show_plan(prepared, args.output, args.controller)
+            self._show_plan(prepared, args.output, args.controller, args.cluster)
             return None
         client = self.client(args.controller, args.cluster)
         plan = prepared.plan
@@ -170,13 +175,13 @@ class FrayMagics(Magics):
 
     fray_cell.__doc__ = CELL_PARSER.format_help()
 
-    def _show_plan(self, prepared: CellPlan, output: str | None, url: str | None) -> None:
+    def _show_plan(self, prepared: CellPlan, output: str | None, url: str | None, cluster: str | None = None) -> None:
         from fray_jupyter.magics.fitting import describe, verdict
         from fray_jupyter.views.preview import render_preview_html
         from fray_jupyter.views.text import render_text
 
         plan = prepared.plan
-        fit_line = describe(verdict(plan, None if plan.errors else self._existing_client(url)))
+        fit_line = describe(verdict(plan, None if plan.errors else self._existing_client(url, cluster)))
         note = f"{prepared.bundle.note}: {len(prepared.bundle.files)} files\n" if prepared.bundle else ""
         display({"text/html": render_preview_html(plan, fit=fit_line), "text/plain": f"{note}{fit_line}\n{render_text(plan)}"},  # type: ignore[no-untyped-call]
                 raw=True)

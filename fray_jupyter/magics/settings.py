@@ -56,7 +56,7 @@ def cluster(owner: HasTraits) -> str | None:
     """The named cluster the settings choose, or None (``client.clusters.chosen_cluster`` on the
     ``cluster`` and ``controller_url`` settings: a setting beats the environment)."""
     name = str(owner.cluster) or None  # type: ignore[attr-defined]
-    return chosen_cluster(name, str(owner.controller_url) or None)  # type: ignore[attr-defined]
+    return chosen_cluster(name, str(owner.controller_url) or os.environ.get(URL_ENV))  # type: ignore[attr-defined]
 
 
 def token(owner: HasTraits) -> str | None:

@@ -18,6 +18,7 @@ that the next request resolves it again. Selecting ``""`` means the embedded con
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import TypeVar
 
 from fray_jupyter.client import ControllerUnreachable, FrayClient, FrayError
 from fray_jupyter.client.clusters import chosen_cluster, connect_cluster
-from fray_jupyter.client.discovery import resolve
+from fray_jupyter.client.discovery import URL_ENV, resolve
 
 T = TypeVar("T")
 
@@ -64,7 +65,7 @@ class ControllerLink:
         """The named cluster the link is on now, or None (see the module rules)."""
         if self.selected is not None:
             return self.selected or None
-        return chosen_cluster(self.cluster_setting or None)
+        return chosen_cluster(self.cluster_setting or None, os.environ.get(URL_ENV))
 
     def client(self, *, start: bool = False) -> FrayClient:
         """The client for the controller the kernels would use now (or the selected cluster's),
