@@ -54,6 +54,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("importtime.py", quick_args=("3",), limit=60),
     Bench("controller.py", ("--real-iris", "--ray"), ("--real-iris", "--ray", "--runs", "10"), limit=360),
     Bench("client.py", quick_args=("50",), limit=120),
+    Bench("iris_cli.py", quick_args=("--runs", "2"), limit=420),
     Bench("fit.py", quick_args=("20",), limit=120),
     Bench("twin.py", quick_args=("--quick",), limit=300),
     Bench("sidebar.py", quick_args=("--watch", "70", "--jobs", "20"), limit=300),

@@ -65,7 +65,8 @@ def test_scopes_select_keys_literally(service: LogService) -> None:
     assert seqs(fetch(service, "/alice/train")) == [1, 2, 3, 4, 5, 6, 7, 8]
     assert seqs(fetch(service, "/bob/")) == []
     assert seqs(fetch(service, r".*train/1\d?:0", F.MATCH_SCOPE_REGEX)) == [6, 8]
-    assert seqs(fetch(service, r"train/1\d?:0", F.MATCH_SCOPE_REGEX)) == []  # the whole key must match
+    assert seqs(fetch(service, r"train/1\d?:0", F.MATCH_SCOPE_REGEX)) == []  # anchored at the key's start
+    assert seqs(fetch(service, r"/alice/train/1", F.MATCH_SCOPE_REGEX)) == [6, 8]
     assert seqs(fetch(service, ".*train-2.*", F.MATCH_SCOPE_UNSPECIFIED)) == [5]  # UNSPECIFIED is a regex
     assert seqs(fetch(service, "/alice/train_2/")) == []  # '_' is not a wildcard
 

@@ -10,7 +10,7 @@ from its ``logs`` table, with the semantics those clients rely on:
   suffix). ``source`` selects keys by ``match_scope``: EXACT (the key itself: one attempt),
   PREFIX (keys starting with it, literally: ``/<user>/<job>/`` for a job,
   ``/<user>/<job>/<index>:`` for every attempt of a task), REGEX and UNSPECIFIED (a regular
-  expression the whole key must match). No other keys exist here.
+  expression matched at the start of the key). No other keys exist here.
 * ``seq`` is the store's row id (one counter for all keys, increasing in capture order).
   ``cursor`` and ``until_cursor`` are exclusive bounds on it (0: unbounded); the response's
   ``cursor`` is the highest ``seq`` returned, or the request's ``cursor`` when nothing is
@@ -92,7 +92,7 @@ class LogService:
             conditions.append("instr(data, ?) > 0")
             params.append(request.substring)
         if request.regex:
-            conditions.append(f"{self._matcher('fray_line_matches', _compile(request.regex, 'line'), full=False)}(data)")
+            conditions.append(f"{self._matcher('fray_line_matches', _compile(request.regex, 'line'), anchored=False)}(data)")
         level = _LEVELS.get(request.min_level.strip().upper())
         if level is not None:
             conditions.append("(fray_log_level(source, data) >= ? OR fray_log_level(source, data) = 0)")
@@ -126,13 +126,13 @@ class LogService:
             if not jobs:
                 return None, []
             return [f"job_id IN ({', '.join('?' * len(jobs))})"], list(jobs)
-        return [f"{self._matcher('fray_key_matches', _compile(source, 'key'), full=True)}({_KEY_SQL})"], []
+        return [f"{self._matcher('fray_key_matches', _compile(source, 'key'), anchored=True)}({_KEY_SQL})"], []
 
-    def _matcher(self, name: str, pattern: re.Pattern[str], *, full: bool) -> str:
-        """(Re)define the one-argument SQL function ``name`` as a match of ``pattern`` (the whole
-        text when ``full``, else anywhere in it) and return ``name``. Safe because a request is
-        answered in one go on the store's one thread."""
-        find = pattern.fullmatch if full else pattern.search
+    def _matcher(self, name: str, pattern: re.Pattern[str], *, anchored: bool) -> str:
+        """(Re)define the one-argument SQL function ``name`` as a match of ``pattern`` (at the
+        start of the text when ``anchored``, else anywhere in it) and return ``name``. Safe
+        because a request is answered in one go on the store's one thread."""
+        find = pattern.match if anchored else pattern.search
         matches: Callable[[str], bool] = lambda text: find(text) is not None  # noqa: E731
         self.store.define_function(name, 1, matches)
         return name
