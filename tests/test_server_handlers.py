@@ -319,7 +319,7 @@ def test_every_path_the_sidebar_calls_has_one_route_under_base_url() -> None:
     for base in ("/", "/base/"):
         patterns = [(re.compile(pattern + "$"), handler) for pattern, handler in routes(base)]
         assert all(pattern.pattern.startswith(f"{base}fray/") for pattern, _ in patterns)
-        for path, _ in [("status", "GET"), ("clusters", "GET"), *CONTROLLER_ROUTES]:
+        for path, _ in [("status", "GET"), ("clusters", "GET"), ("events", "GET"), *CONTROLLER_ROUTES]:
             matching = [handler for pattern, handler in patterns if pattern.match(f"{base}fray/{path}")]
             assert len(matching) == 1 and issubclass(matching[0], tornado.web.RequestHandler), path
         assert not any(pattern.match(f"{base}fray/jobs/a/b/c") for pattern, _ in patterns)

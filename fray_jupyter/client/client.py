@@ -57,6 +57,9 @@ SORT_FIELDS: Final[dict[str, Controller.JobSortField]] = {
     "preemptions": Controller.JOB_SORT_FIELD_PREEMPTIONS,
 }
 
+CHANGE_FEED_PATH: Final[str] = "/fray.jupyter.ChangeFeed/WaitForChanges"
+"""The embedded controller's own long poll (``controller.changes.FEED_PATH``; the client does
+not import the controller)."""
 POLL_FIRST: Final[float] = 0.05
 POLL_MAX: Final[float] = 2.0
 LOG_DRAIN_GRACE: Final[float] = 0.2
@@ -102,6 +105,15 @@ class JobPage(NamedTuple):
     jobs: tuple[JobStatus, ...]
     total: int
     has_more: bool
+
+
+class Changes(NamedTuple):
+    """One answer of the embedded controller's change feed (``controller.changes``)."""
+
+    epoch: str
+    revision: int
+    job_ids: tuple[str, ...]
+    reset: bool
 
 
 class FrayClient:
@@ -214,6 +226,18 @@ class FrayClient:
             if not finished and self._finished(job_id):
                 finished, delay = True, max(delay, LOG_DRAIN_GRACE)
             _sleep_until(delay, deadline, f"job {job_id} still running after {timeout} s of logs")
+
+    def changes(self, after: int, epoch: str, *, wait: float) -> Changes:
+        """Block until a job changed after revision ``after`` of ``epoch`` (or ``wait`` seconds
+        passed) on the embedded controller's change feed. ``FrayError`` with code
+        ``unimplemented`` where there is none: a real Iris controller, or a gRPC URL."""
+        if not isinstance(self._transport, ConnectTransport):
+            raise FrayError("the change feed is served over Connect only", url=self.url,
+                            method="WaitForChanges", code="unimplemented")
+        body = {"after": after, "epoch": epoch, "timeoutMs": int(wait * 1000)}
+        answer = self._transport.call_json(CHANGE_FEED_PATH, body, wait + self.timeout)
+        return Changes(str(answer.get("epoch", "")), int(answer.get("revision", 0)),
+                       tuple(answer.get("jobIds", ())), bool(answer.get("reset", False)))
 
     def terminate(self, job_id: str) -> None:
         """Stop the job and every task of it (the job ends KILLED); a finished job is left as is."""

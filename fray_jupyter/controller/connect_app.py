@@ -35,6 +35,7 @@ import zstandard
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from fray_jupyter.controller.changes import FEED_PATH, ChangeFeed, parse_wait_request
 from fray_jupyter.controller.rpc import (
     METHODS_BY_PATH,
     Authenticator,
@@ -69,11 +70,12 @@ class ConnectApp:
     ``/fray/admin/<verb>`` handlers."""
 
     def __init__(self, invoke: Invoke, auth: Authenticator | str, instance: str = "",
-                 admin: Mapping[str, AdminVerb] | None = None) -> None:
+                 admin: Mapping[str, AdminVerb] | None = None, feed: ChangeFeed | None = None) -> None:
         self.invoke = invoke
         self.auth = auth if isinstance(auth, Authenticator) else Authenticator(auth)
         self.health = json.dumps({"status": "ok", "instance": instance}).encode()
         self.admin = dict(admin or {})
+        self.feed = feed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -107,6 +109,8 @@ class ConnectApp:
             if verb != "POST":
                 raise RpcError(Code.UNIMPLEMENTED, f"{verb} is not supported; use POST")
             return 200, "application/json", json.dumps(await handler()).encode()
+        if path == FEED_PATH and self.feed is not None:
+            return await self._wait_for_changes(self.feed, scope, receive)
         method = METHODS_BY_PATH.get(path)
         if method is None:
             raise unimplemented(path)
@@ -125,6 +129,18 @@ class ConnectApp:
         body = _decompress(await _read_body(receive), headers.get("content-encoding", "identity"))
         response = self.invoke(method, decode(method, codec, body))
         return 200, media_type, encode(codec, response)
+
+    async def _wait_for_changes(self, feed: ChangeFeed, scope: Scope, receive: Receive) -> tuple[int, str, bytes]:
+        """The change feed's long poll (``controller.changes``): JSON only, same token."""
+        self._authenticate(scope)
+        if scope["method"] != "POST":
+            raise RpcError(Code.UNIMPLEMENTED, f"{scope['method']} is not supported; use POST")
+        try:
+            body = json.loads(await _read_body(receive) or b"{}")
+            after, epoch, timeout_s = parse_wait_request(body if isinstance(body, dict) else {})
+        except ValueError as error:
+            raise RpcError(Code.INVALID_ARGUMENT, f"bad WaitForChanges request: {error}") from None
+        return 200, "application/json", json.dumps(await feed.wait(after, epoch, timeout_s)).encode()
 
 
 def _headers(scope: Scope) -> dict[str, str]:

@@ -46,6 +46,7 @@ from typing import IO, Any, Final
 import uvicorn
 
 from fray_jupyter.cluster.profile import ProfileError, load_profile
+from fray_jupyter.controller.changes import ChangeFeed
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.connect_app import ConnectApp
 from fray_jupyter.controller.engine import Engine
@@ -200,6 +201,8 @@ async def serve(args: argparse.Namespace) -> int:
         return 1
     cluster = Cluster(load_profile(args.cluster_config or os.environ.get(CLUSTER_CONFIG_ENV) or None))
     store = Store(root / "controller.sqlite3")
+    feed = ChangeFeed()
+    store.on_change = feed.touch
     passed = {name: os.environ[name] for name in pass_through_names(args.pass_env, os.environ) if name in os.environ}
     engine = Engine(store, root / "work", args.slots or default_slots(), cluster, passed, args.policy.log_lines)
     recovered = engine.recover()
@@ -225,7 +228,7 @@ async def serve(args: argparse.Namespace) -> int:
     async def collect() -> dict[str, Any]:
         return asdict(await retention.collect())
 
-    app = ConnectApp(invoke, auth, instance, admin={"status": status, "gc": collect})
+    app = ConnectApp(invoke, auth, instance, admin={"status": status, "gc": collect}, feed=feed)
     config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
                             timeout_keep_alive=75, loop="none", http="auto")
     http = _Uvicorn(config)

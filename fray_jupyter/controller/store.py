@@ -264,6 +264,8 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._migrate()
+        self.on_change: Callable[[str], None] = lambda job_id: None
+        """Called with the job id after every write to a job, its tasks or its logs (the change feed)."""
 
     def _migrate(self) -> None:
         """Bring the tables to ``SCHEMA_VERSION`` by ``MIGRATIONS``, each in one transaction."""
@@ -310,6 +312,7 @@ class Store:
             "INSERT INTO tasks (job_id, idx, state) VALUES (?, ?, ?)",
             [(job.job_id, index, job_pb2.TASK_STATE_PENDING) for index in range(job.replicas)],
         )
+        self.on_change(job.job_id)
         return job
 
     def delete_job(self, job_id: str) -> list[AttemptRow]:
@@ -322,6 +325,7 @@ class Store:
                 self.add_stray(attempt.uid, attempt.pid, attempt.pgid, attempt.proc_start)
         for table in ("logs", "attempt_outputs", "attempts", "tasks", "jobs"):
             self._db.execute(f"DELETE FROM {table} WHERE job_id = ?", (job_id,))
+        self.on_change(job_id)
         return live
 
     # -- retention ----------------------------------------------------------------------------
@@ -397,6 +401,7 @@ class Store:
         """Set the given columns of one job."""
         assignments = ", ".join(f"{name} = ?" for name in values)
         self._db.execute(f"UPDATE jobs SET {assignments} WHERE job_id = ?", [*values.values(), job_id])
+        self.on_change(job_id)
 
     def query_jobs(
         self, where: str, params: Sequence[Any], order: str, limit: int, offset: int
@@ -444,6 +449,7 @@ class Store:
         self._db.execute(
             f"UPDATE tasks SET {assignments} WHERE job_id = ? AND idx = ?", [*values.values(), job_id, idx]
         )
+        self.on_change(job_id)
 
     def insert_attempt(self, attempt: AttemptRow) -> None:
         """Record a new attempt."""
@@ -501,6 +507,8 @@ class Store:
                 "INSERT INTO logs (job_id, idx, attempt, ts_ms, source, data) VALUES (?, ?, ?, ?, ?, ?)",
                 lines,
             )
+        for job_id in dict.fromkeys(line[0] for line in lines):
+            self.on_change(job_id)
 
     def read_logs(
         self,

@@ -30,12 +30,14 @@ from traitlets.config import Configurable
 from fray_jupyter.server.handlers import (
     CancelHandler,
     ClustersHandler,
+    EventsHandler,
     JobHandler,
     JobsHandler,
     LogsHandler,
     StatusHandler,
 )
 from fray_jupyter.server.link import ControllerLink
+from fray_jupyter.server.watch import ChangeHub
 
 JOB: Final[str] = r"(?P<job_id>[^/]+)"
 """One path segment: the percent-encoded job id (Tornado decodes it before the handler sees it)."""
@@ -43,6 +45,7 @@ JOB: Final[str] = r"(?P<job_id>[^/]+)"
 ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     ("fray/status", StatusHandler),
     ("fray/clusters", ClustersHandler),
+    ("fray/events", EventsHandler),
     ("fray/jobs", JobsHandler),
     (f"fray/jobs/{JOB}", JobHandler),
     (f"fray/jobs/{JOB}/logs", LogsHandler),
@@ -69,8 +72,9 @@ def _load_jupyter_server_extension(serverapp: ServerApp) -> None:
     """Put a ``ControllerLink`` in the app settings and add the routes."""
     settings = FrayServer(parent=serverapp)
     web_app = serverapp.web_app
-    web_app.settings["fray_link"] = ControllerLink(start=settings.start_controller, timeout=settings.rpc_timeout,
-                                                  cluster=settings.cluster)
+    link = ControllerLink(start=settings.start_controller, timeout=settings.rpc_timeout, cluster=settings.cluster)
+    web_app.settings["fray_link"] = link
+    web_app.settings["fray_hub"] = ChangeHub(link)
     web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))  # type: ignore[no-untyped-call]
     serverapp.log.info("fray_jupyter: Fray Jobs API at %sfray/ (start_controller=%s)",
                        web_app.settings["base_url"], settings.start_controller)
@@ -78,6 +82,9 @@ def _load_jupyter_server_extension(serverapp: ServerApp) -> None:
 
 def _unload_jupyter_server_extension(serverapp: ServerApp) -> None:
     """Close the controller client at shutdown."""
+    hub = serverapp.web_app.settings.pop("fray_hub", None)
+    if hub is not None:
+        hub.stop()
     link = serverapp.web_app.settings.pop("fray_link", None)
     if link is not None:
         link.close()

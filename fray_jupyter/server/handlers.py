@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
+import tornado.iostream
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
 
@@ -45,6 +46,7 @@ from fray_jupyter.iris.states import JOB_STATES
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.server import contract, serialize
 from fray_jupyter.server.link import ControllerLink
+from fray_jupyter.server.watch import ChangeHub
 
 T = TypeVar("T")
 
@@ -243,3 +245,45 @@ class CancelHandler(FrayHandler):
             return client.status(job_id)
         job = await self.call(cancel)
         self.reply(contract.CancelResult(job=serialize.job_json(job)))
+
+
+class EventsHandler(FrayHandler):
+    """``GET /fray/events``: a server-sent event stream of job changes from the one watcher all
+    tabs share (``server.watch``); a comment line every ``KEEPALIVE`` s keeps proxies from closing
+    it. The stream ends when the tab closes it."""
+
+    KEEPALIVE: Final[float] = 20.0
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        hub: ChangeHub = self.settings["fray_hub"]
+        self.set_header("Content-Type", "text/event-stream")
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")
+        queue = hub.subscribe()
+        self._closed = asyncio.Event()
+        try:
+            self.write("retry: 2000\n\n")
+            await self.flush()
+            while not self._closed.is_set():
+                getter = asyncio.ensure_future(queue.get())
+                closed = asyncio.ensure_future(self._closed.wait())
+                done, _ = await asyncio.wait({getter, closed}, timeout=self.KEEPALIVE,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                closed.cancel()
+                if getter in done:
+                    event = getter.result()
+                    self.write(f"event: {event['kind']}\ndata: {json.dumps(event)}\n\n")
+                else:
+                    getter.cancel()
+                    self.write(": keepalive\n\n")
+                await self.flush()
+        except tornado.iostream.StreamClosedError:
+            pass
+        finally:
+            hub.unsubscribe(queue)
+
+    def on_connection_close(self) -> None:
+        closed = getattr(self, "_closed", None)
+        if closed is not None:
+            closed.set()

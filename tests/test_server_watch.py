@@ -1,0 +1,167 @@
+"""Pushed job changes: the embedded controller's change feed, the server's one watcher shared by
+every tab, and the authenticated ``/fray/events`` stream, against a real controller process and a
+real Jupyter server; the polling fallback against a genuine Iris local cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pytest_jupyter.jupyter_server import *
+
+from fray_jupyter.client import FrayClient
+from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
+from fray_jupyter.planning import plan
+from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
+from fray_jupyter.runtime_file import runtime_file_path, write_runtime_file
+from fray_jupyter.server.link import ControllerLink
+from fray_jupyter.server.watch import ChangeHub
+from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
+from tests.real_iris import real_iris_controller
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
+    process = start_controller(tmp_path_factory.mktemp("watch") / "state", "--slots", "4")
+    yield process
+    stop_quietly(process)
+
+
+@pytest.fixture
+def jp_server_config() -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"fray_jupyter": True, "jupyter_server_terminals": False},
+                      "allow_unauthenticated_access": False},
+        "FrayServer": {"start_controller": False},
+    }
+
+
+@pytest.fixture(autouse=True)
+def no_controller_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(URL_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+
+
+def _launch(controller: ControllerProcess, command: str = "true") -> str:
+    wire = controller.wire()
+    try:
+        return wire.launch(launch_request(f"w-{uuid.uuid4().hex[:8]}", command, replicas=1))
+    finally:
+        wire.close()
+
+
+# -- the change feed ------------------------------------------------------------------------------
+def test_the_feed_answers_at_once_on_a_change_and_waits_otherwise(controller: ControllerProcess) -> None:
+    with FrayClient(controller.info.url, controller.info.token) as client:
+        first = client.changes(0, "", wait=0)
+        assert first.reset and first.epoch  # a new watcher re-reads everything once
+        started = time.monotonic()
+        idle = client.changes(first.revision, first.epoch, wait=0.3)
+        assert idle.job_ids == () and not idle.reset and time.monotonic() - started >= 0.25
+        job_id = _launch(controller)
+        changed = client.changes(first.revision, first.epoch, wait=10)
+        assert job_id in changed.job_ids and changed.revision > first.revision
+        assert client.changes(changed.revision, "another-epoch", wait=10).reset  # controller restarted
+        assert client.changes(changed.revision + 10**6, first.epoch, wait=10).reset
+    with FrayClient(controller.info.grpc_url, controller.info.token) as grpc_client:
+        with pytest.raises(Exception, match="unimplemented"):
+            grpc_client.changes(0, "", wait=0)
+
+
+# -- the /fray/events stream ------------------------------------------------------------------------
+async def _open_stream(port: int, base_url: str, headers: dict[str, str]) -> tuple[asyncio.StreamReader,
+                                                                                       asyncio.StreamWriter, int]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = "".join(f"{key}: {value}\r\n" for key, value in headers.items())
+    writer.write(f"GET {base_url}fray/events HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n".encode())
+    await writer.drain()
+    status = int((await asyncio.wait_for(reader.readline(), 10)).split()[1])
+    while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b""):
+        pass
+    return reader, writer, status
+
+
+async def _next_event(reader: asyncio.StreamReader, kind: str, timeout: float = 10) -> dict[str, Any]:
+    """The next event of ``kind`` (chunked transfer framing and comments skipped)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        line = await asyncio.wait_for(reader.readline(), max(0.01, deadline - time.monotonic()))
+        text = line.decode().strip()
+        if text.startswith("data: "):
+            event = json.loads(text.removeprefix("data: "))
+            if event["kind"] == kind:
+                return event
+
+
+def test_one_watcher_pushes_every_tab_a_change_as_it_happens(
+        controller: ControllerProcess, http_server_client: Any, jp_serverapp: Any, jp_http_port: int, jp_base_url: str,
+        jp_auth_header: dict[str, str], jp_asyncio_loop: Any, jp_environ: Any) -> None:
+    write_runtime_file(controller.info, runtime_file_path())
+    hub: ChangeHub = jp_serverapp.web_app.settings["fray_hub"]
+
+    async def scenario() -> tuple[float, list[dict[str, Any]]]:
+        tabs = [await _open_stream(jp_http_port, jp_base_url, jp_auth_header) for _ in range(3)]
+        assert [status for *_, status in tabs] == [200, 200, 200]
+        for reader, _, _ in tabs:
+            await _next_event(reader, "hello")
+        while hub.source != "feed":
+            await asyncio.sleep(0.01)
+        assert hub.watching
+        started = time.monotonic()
+        job_id = await asyncio.to_thread(_launch, controller, "sleep 0.2")
+        events = [await _next_event(reader, "changed") for reader, _, _ in tabs]
+        latency = time.monotonic() - started
+        assert all(job_id in event["jobIds"] and event["source"] == "feed" for event in events)
+        for _, writer, _ in tabs:
+            writer.close()
+        deadline = time.monotonic() + 5
+        while hub.watching:
+            assert time.monotonic() < deadline, "the watcher kept running with no tab open"
+            await asyncio.sleep(0.02)
+        return latency, events
+
+    latency, _ = jp_asyncio_loop.run_until_complete(scenario())
+    assert latency < 1.5
+
+
+def test_the_stream_needs_jupyters_authentication(http_server_client: Any, jp_serverapp: Any, jp_http_port: int,
+                                                  jp_base_url: str,
+                                                  jp_asyncio_loop: Any) -> None:
+    async def anonymous() -> int:
+        _, writer, status = await _open_stream(jp_http_port, jp_base_url, {})
+        writer.close()
+        return status
+
+    assert jp_asyncio_loop.run_until_complete(anonymous()) == 403
+    assert not jp_serverapp.web_app.settings["fray_hub"].watching
+
+
+# -- a controller without the feed: polled while watched ------------------------------------------------
+def test_a_real_iris_is_polled_only_while_someone_watches(tmp_path_factory: pytest.TempPathFactory,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    with real_iris_controller(tmp_path_factory.mktemp("real-iris")) as url, FrayClient(url) as client:
+        monkeypatch.setenv(URL_ENV, url)
+
+        async def scenario() -> float:
+            hub = ChangeHub(ControllerLink(start=False))
+            queue = hub.subscribe()
+            assert (await queue.get())["source"] == ""
+            assert (await asyncio.wait_for(queue.get(), 20)) == {"kind": "hello", "source": "poll"}
+            job = JobRequest(name=f"p-{uuid.uuid4().hex[:6]}", entrypoint=Entrypoint.from_binary("true"),
+                             resources=ResourceConfig(cpu=1, ram="256m", disk="1g"))
+            started = time.monotonic()
+            job_id = await asyncio.to_thread(client.submit, plan(job, user="fray-test"))
+            while job_id not in (event := await asyncio.wait_for(queue.get(), 20)).get("jobIds", ()):
+                pass
+            latency = time.monotonic() - started
+            assert event["source"] == "poll"
+            hub.unsubscribe(queue)
+            assert not hub.watching
+            return latency
+
+        assert asyncio.run(scenario()) < 3.0
