@@ -133,9 +133,12 @@ def main() -> None:
             os.killpg(info.pid, signal.SIGTERM)  # the controller we started leads its own process group
     first_minute = sum(1 for t in times if t < WINDOW_S)
     intervals = [b - a for a, b in itertools.pairwise(times)]
-    settled = statistics.median(intervals[-2:])
-    steady = len(intervals) >= 2 and abs(intervals[-1] - intervals[-2]) <= 0.05 * intervals[-1]
-    state = "once backed off" if steady else "at the end of the watch (still backing off: watch longer)"
+    if len(intervals) >= 2:
+        settled = statistics.median(intervals[-2:])
+        steady = abs(intervals[-1] - intervals[-2]) <= 0.05 * intervals[-1]
+        state = "once backed off" if steady else "at the end of the watch (still backing off: watch longer)"
+    else:  # pushed updates: after its first refresh the idle sidebar holds one stream and asks nothing
+        settled, state = max(args.watch, WINDOW_S), "once connected to the push stream"
     per_min = 60.0 / settled
     cpu_per_min = cpu * 1000 * 60.0 / WINDOW_S
     share = refresh_cpu_ms * per_min

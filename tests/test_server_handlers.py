@@ -319,7 +319,39 @@ def test_every_path_the_sidebar_calls_has_one_route_under_base_url() -> None:
     for base in ("/", "/base/"):
         patterns = [(re.compile(pattern + "$"), handler) for pattern, handler in routes(base)]
         assert all(pattern.pattern.startswith(f"{base}fray/") for pattern, _ in patterns)
-        for path, _ in [("status", "GET"), ("clusters", "GET"), ("events", "GET"), *CONTROLLER_ROUTES]:
+        for path, _ in [("status", "GET"), ("clusters", "GET"), ("events", "GET"), (job_path("/alice/x", "outputs"), "GET"),
+                        (job_path("/alice/x", "outputs", "0", "plots/a.png"), "GET"), *CONTROLLER_ROUTES]:
             matching = [handler for pattern, handler in patterns if pattern.match(f"{base}fray/{path}")]
             assert len(matching) == 1 and issubclass(matching[0], tornado.web.RequestHandler), path
         assert not any(pattern.match(f"{base}fray/jobs/a/b/c") for pattern, _ in patterns)
+
+
+def test_outputs_list_each_tasks_files_and_serve_them_safely(
+        api: Callable[..., Reply], shared: ControllerProcess, http_server_client: Any, jp_base_url: str,
+        jp_auth_header: dict[str, str], jp_asyncio_loop: Any) -> None:
+    script = ('mkdir -p "$IRIS_OUTPUT_DIR/plots"; echo "loss 0.25" > "$IRIS_OUTPUT_DIR/metrics.txt"; '
+              'echo "<svg xmlns=\'http://www.w3.org/2000/svg\'/>" > "$IRIS_OUTPUT_DIR/plots/loss.svg"; '
+              'echo "<script>alert(1)</script>" > "$IRIS_OUTPUT_DIR/page.html"')
+    job_id = submit(shared, script, replicas=1, wait_for=FINISHED)
+    reply = api(job_path(job_id, "outputs"))
+    assert reply.code == 200
+    (task,) = reply.body["tasks"]
+    assert (task["task_id"], task["attempt"], task["note"]) == (f"{job_id}/0", 0, "")
+    assert task["uri"].startswith("file://") and task["uri"].endswith("/outputs.tar.zst")
+    assert [(f["name"], f["size"], f["kind"]) for f in task["files"]] == [
+        ("metrics.txt", 10, "file"), ("page.html", 26, "file"), ("plots", 0, "dir"), ("plots/loss.svg", 42, "file")]
+
+    def get(path: str) -> Any:
+        return jp_asyncio_loop.run_until_complete(http_server_client.fetch(
+            f"{jp_base_url}fray/{job_path(job_id, 'outputs', '0', path)}", headers=jp_auth_header, raise_error=False))
+
+    text, svg, html, missing = get("metrics.txt"), get("plots/loss.svg"), get("page.html"), get("nope.txt")
+    assert (text.code, text.body, text.headers["Content-Type"]) == (200, b"loss 0.25\n", "text/plain; charset=utf-8")
+    assert svg.headers["Content-Type"] == "image/svg+xml"
+    assert html.headers["Content-Type"] == "application/octet-stream"  # never rendered as a page here
+    assert "attachment" in html.headers["Content-Disposition"]
+    assert all(r.headers["Content-Security-Policy"] == "sandbox" and r.headers["X-Content-Type-Options"] == "nosniff"
+               for r in (text, svg, html))
+    assert missing.code == 404
+    nothing = submit(shared, "true", replicas=1, wait_for=FINISHED)
+    assert api(job_path(nothing, "outputs")).body["tasks"][0]["note"] == "the task wrote no output files"

@@ -176,6 +176,24 @@ def extract_outputs(task: job_pb2.TaskStatus, destination: Path) -> list[Path]:
     return kept
 
 
+def read_output_file(task: job_pb2.TaskStatus, name: str, most: int) -> bytes | None:
+    """The content of the file ``name`` the current attempt of ``task`` wrote (None when it wrote
+    none by that name, or it is one of the callable runner's); ``ResultUnavailable`` when it is
+    larger than ``most`` bytes."""
+    attempt = current_attempt(task)
+    if (attempt is None or name in outputs.RUNNER_FILES
+            or attempt.output_archive.state != A.TASK_OUTPUT_ARCHIVE_STATE_UPLOADED):
+        return None
+    for member, content in outputs.iter_members(read_archive(attempt.output_archive),
+                                                lambda member: member.name == name and member.size <= most):
+        if member.name == name and member.isfile():
+            if content is None:
+                raise ResultUnavailable(f"{name} is {member.size:,} bytes, over the {most:,} bytes shown here; "
+                                        "read it with the job handle's outputs()")
+            return content
+    return None
+
+
 def default_outputs_dir(job_id: str) -> Path:
     """Where ``outputs()`` unpacks a job's files when not told: a fresh private temporary dir."""
     slug = "-".join(part for part in job_id.split("/") if part)

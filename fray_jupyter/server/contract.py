@@ -123,6 +123,42 @@ class ClusterList(TypedDict):
     clusters: list[ClusterChoice]
 
 
+class PushEvent(TypedDict):
+    """One event of the ``GET /fray/events`` stream (``server.watch``): ``kind`` "hello" (with how
+    the server learns of changes: ``source`` "feed", "poll" or ""), "changed" (``jobIds``; empty:
+    re-read everything) or "error" (``message``)."""
+
+    kind: str
+    source: str
+    jobIds: list[str]
+    message: str
+
+
+class OutputFile(TypedDict):
+    """One entry a task wrote under ``$IRIS_OUTPUT_DIR``: path inside it, bytes, "file"/"dir"/"link"."""
+
+    name: str
+    size: int
+    kind: str
+
+
+class TaskOutputs(TypedDict):
+    """What a task's current attempt wrote: the archive's URI, why there are no files ("" when
+    there are), and the files."""
+
+    task_id: str
+    attempt: int
+    uri: str
+    note: str
+    files: list[OutputFile]
+
+
+class JobOutputs(TypedDict):
+    """``GET /fray/jobs/<id>/outputs``: each task's outputs, by index."""
+
+    tasks: list[TaskOutputs]
+
+
 class ApiError(TypedDict):
     """Any refused request: a message for the person and a stable ``code``."""
 

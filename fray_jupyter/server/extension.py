@@ -34,6 +34,8 @@ from fray_jupyter.server.handlers import (
     JobHandler,
     JobsHandler,
     LogsHandler,
+    OutputFileHandler,
+    OutputsHandler,
     StatusHandler,
 )
 from fray_jupyter.server.link import ControllerLink
@@ -50,6 +52,8 @@ ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     (f"fray/jobs/{JOB}", JobHandler),
     (f"fray/jobs/{JOB}/logs", LogsHandler),
     (f"fray/jobs/{JOB}/cancel", CancelHandler),
+    (f"fray/jobs/{JOB}/outputs", OutputsHandler),
+    (f"fray/jobs/{JOB}/outputs/(?P<index>[0-9]{{1,6}})/(?P<path>.+)", OutputFileHandler),
 )
 
 

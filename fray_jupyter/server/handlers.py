@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from urllib.parse import quote
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -39,6 +40,7 @@ from fray_jupyter.client import (
     JobNotFound,
     LoginRequired,
 )
+from fray_jupyter.client import results
 from fray_jupyter.client.client import SORT_FIELDS
 from fray_jupyter.client.clusters import CLUSTER_NAME, list_clusters, marin_unavailable
 from fray_jupyter.client.discovery import NO_CONTROLLER_URL
@@ -53,6 +55,13 @@ T = TypeVar("T")
 MAX_PAGE: Final[int] = 500
 MAX_LOG_LINES: Final[int] = 5000
 DEFAULT_LOG_LINES: Final[int] = 1000
+MAX_OUTPUT_FILE_BYTES: Final[int] = 16 * 2**20
+INLINE_TYPES: Final[dict[str, str]] = {
+    "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
+    "svg": "image/svg+xml", **dict.fromkeys(("txt", "log", "json", "csv", "tsv", "md", "yaml", "yml", "py", "out"),
+                                            "text/plain; charset=utf-8"),
+}
+"""Output file extensions the browser may show inline, and how they are served."""
 
 HTTP_STATUS: Final[tuple[tuple[type[FrayError], int, str], ...]] = (
     (JobNotFound, 404, "not_found"),
@@ -245,6 +254,51 @@ class CancelHandler(FrayHandler):
             return client.status(job_id)
         job = await self.call(cancel)
         self.reply(contract.CancelResult(job=serialize.job_json(job)))
+
+
+class OutputsHandler(FrayHandler):
+    """``GET /fray/jobs/<id>/outputs``: per task, the files its current attempt wrote under
+    ``$IRIS_OUTPUT_DIR`` (name, size, kind), the archive's URI, or why there are none. An archive
+    that cannot be read (e.g. its filesystem package is missing) is 502 ``outputs_unavailable``
+    with the one line saying why."""
+
+    @tornado.web.authenticated
+    async def get(self, job_id: str) -> None:
+        listing = await self.call(lambda client: outputs_or_error(
+            lambda: [results.task_outputs(task) for task in client.tasks(job_id)]))
+        self.reply(contract.JobOutputs(tasks=[serialize.outputs_json(outputs) for outputs in listing]))
+
+
+class OutputFileHandler(FrayHandler):
+    """``GET /fray/jobs/<id>/outputs/<task index>/<path>``: one file a task's current attempt wrote,
+    at most ``MAX_OUTPUT_FILE_BYTES``. Images and text keep their media type (``INLINE_TYPES``),
+    anything else is a download; a task's files are never run as a page of this origin
+    (``Content-Security-Policy: sandbox``, ``nosniff``)."""
+
+    @tornado.web.authenticated
+    async def get(self, job_id: str, index: str, path: str) -> None:
+        def read(client: FrayClient) -> bytes | None:
+            tasks = client.tasks(job_id)
+            if int(index) >= len(tasks):
+                return None
+            return outputs_or_error(lambda: results.read_output_file(tasks[int(index)], path, MAX_OUTPUT_FILE_BYTES))
+        content = await self.call(read)
+        if content is None:
+            raise ApiError(404, f"task {index} of {job_id} wrote no file {path!r}", "not_found")
+        media_type = INLINE_TYPES.get(path.rpartition(".")[2].lower())
+        if media_type is None:
+            self.set_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(path.rpartition('/')[2])}")
+        self.set_header("Content-Security-Policy", "sandbox")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.finish(content, set_content_type=media_type or "application/octet-stream")
+
+
+def outputs_or_error(read: Callable[[], T]) -> T:
+    """``read()``, with an unreadable archive answered as 502 ``outputs_unavailable``."""
+    try:
+        return read()
+    except results.ResultUnavailable as error:
+        raise ApiError(502, str(error), "outputs_unavailable") from None
 
 
 class EventsHandler(FrayHandler):

@@ -8,6 +8,7 @@ as data — the sidebar renders it as text, never as HTML.
 
 from __future__ import annotations
 
+from fray_jupyter.client.results import TaskOutputs
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.proto.time_pb2 import Timestamp
@@ -19,6 +20,7 @@ from fray_jupyter.iris.states import (
     task_index,
     task_state_name,
 )
+from fray_jupyter.server import contract
 from fray_jupyter.server.contract import Job, LogLine, Task
 
 
@@ -93,3 +95,10 @@ def log_json(entry: LogEntry) -> LogLine:
         "source": entry.source,
         "data": entry.data,
     }
+
+
+def outputs_json(outputs: TaskOutputs) -> contract.TaskOutputs:
+    """What one task's current attempt wrote (``client.results.task_outputs``)."""
+    return contract.TaskOutputs(
+        task_id=outputs.task_id, attempt=outputs.attempt, uri=outputs.uri, note=outputs.note,
+        files=[contract.OutputFile(name=f.name, size=f.size, kind=f.kind) for f in outputs.files])

@@ -10,9 +10,10 @@ Rules:
 * Against a controller without the feed (a real Iris, a gRPC URL) it lists the newest
   ``POLL_JOBS`` jobs, every ``POLL_MIN`` s after a change, backing off to ``POLL_MAX`` s while
   nothing changes, and pushes when what the list shows changed.
-* Events: ``{"kind": "hello", "source": "feed"|"poll"|""}`` on subscribing (source "" until the
-  controller answered); ``{"kind": "changed", "jobIds": [...], "source": ...}`` (empty ids: re-read
-  everything); ``{"kind": "error", "message": ...}`` once when the controller stops answering.
+* Events (``contract.PushEvent``, every field always present): "hello" with ``source`` "feed",
+  "poll" or "" (until the controller answered) on subscribing and when it changes; "changed" with
+  ``jobIds`` (empty: re-read everything); "error" with ``message``, once, when the controller
+  stops answering.
   Bursts (a chatty job's log lines) are coalesced: at most one event per ``COALESCE`` s.
 """
 
@@ -22,6 +23,7 @@ import asyncio
 from typing import Any, Final
 
 from fray_jupyter.client import FrayClient, FrayError
+from fray_jupyter.server.contract import PushEvent
 from fray_jupyter.server.link import ControllerLink
 
 FEED_WAIT: Final[float] = 25.0
@@ -32,7 +34,11 @@ COALESCE: Final[float] = 0.1
 RETRY: Final[float] = 2.0
 _NO_FEED: Final[frozenset[str]] = frozenset({"unimplemented", "not_found"})
 
-Event = dict[str, Any]
+
+
+def event(kind: str, source: str = "", job_ids: list[str] | None = None, message: str = "") -> PushEvent:
+    """A stream event with every field of the contract."""
+    return PushEvent(kind=kind, source=source, jobIds=job_ids or [], message=message)
 
 
 def list_fingerprint(client: FrayClient) -> tuple[tuple[Any, ...], ...]:
@@ -48,7 +54,7 @@ class ChangeHub:
     def __init__(self, link: ControllerLink) -> None:
         self.link = link
         self.source = ""
-        self._queues: set[asyncio.Queue[Event]] = set()
+        self._queues: set[asyncio.Queue[PushEvent]] = set()
         self._task: asyncio.Task[None] | None = None
         self._no_feed: set[str] = set()  # controller URLs that answered without the feed
 
@@ -57,16 +63,16 @@ class ChangeHub:
         """Whether the watcher task runs."""
         return self._task is not None and not self._task.done()
 
-    def subscribe(self) -> asyncio.Queue[Event]:
+    def subscribe(self) -> asyncio.Queue[PushEvent]:
         """A new subscriber's queue (starts the watcher if it is the first)."""
-        queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=100)
+        queue: asyncio.Queue[PushEvent] = asyncio.Queue(maxsize=100)
         self._queues.add(queue)
-        queue.put_nowait({"kind": "hello", "source": self.source})
+        queue.put_nowait(event("hello", self.source))
         if not self.watching:
             self._task = asyncio.ensure_future(self._run())
         return queue
 
-    def unsubscribe(self, queue: asyncio.Queue[Event]) -> None:
+    def unsubscribe(self, queue: asyncio.Queue[PushEvent]) -> None:
         """Forget a subscriber; the watcher stops with the last one."""
         self._queues.discard(queue)
         if not self._queues and self._task is not None:
@@ -80,13 +86,13 @@ class ChangeHub:
             self._task.cancel()
             self._task = None
 
-    def _broadcast(self, event: Event) -> None:
+    def _broadcast(self, message: PushEvent) -> None:
         for queue in self._queues:
             if queue.full():  # a stalled tab: keep only "re-read everything"
                 while not queue.empty():
                     queue.get_nowait()
-                event = {"kind": "changed", "jobIds": [], "source": self.source}
-            queue.put_nowait(event)
+                message = event("changed", self.source)
+            queue.put_nowait(message)
 
     async def _run(self) -> None:
         failing = False
@@ -103,7 +109,7 @@ class ChangeHub:
                     self._no_feed.add(error.url)
                     continue
                 if not failing:
-                    self._broadcast({"kind": "error", "message": str(error)})
+                    self._broadcast(event("error", message=str(error)))
                 failing = True
                 await asyncio.sleep(RETRY)
 
@@ -113,8 +119,7 @@ class ChangeHub:
         while self._queues and await asyncio.to_thread(self.link.client) is client:
             changes = await asyncio.to_thread(client.changes, changes.revision, changes.epoch, wait=FEED_WAIT)
             if changes.reset or changes.job_ids:
-                self._broadcast({"kind": "changed", "jobIds": [] if changes.reset else list(changes.job_ids),
-                                 "source": self.source})
+                self._broadcast(event("changed", self.source, [] if changes.reset else list(changes.job_ids)))
                 await asyncio.sleep(COALESCE)
 
     async def _poll(self, client: FrayClient) -> None:
@@ -126,7 +131,7 @@ class ChangeHub:
             now = await asyncio.to_thread(list_fingerprint, client)
             if now != seen:
                 changed = {row[0] for row in set(now) ^ set(seen)}
-                self._broadcast({"kind": "changed", "jobIds": sorted(changed), "source": self.source})
+                self._broadcast(event("changed", self.source, sorted(changed)))
                 seen, interval = now, POLL_MIN
             else:
                 interval = min(interval * 1.5, POLL_MAX)
@@ -134,4 +139,4 @@ class ChangeHub:
     def _set_source(self, source: str) -> None:
         if source != self.source:
             self.source = source
-            self._broadcast({"kind": "hello", "source": source})
+            self._broadcast(event("hello", source))

@@ -3,10 +3,15 @@
  * notifications when a job of the user finishes, the command "Show Fray Jobs", and the settings
  * `refreshInterval` / `maxRefreshInterval` (seconds) and `notifications`.
  *
- * Refresh rule: refresh every `refreshInterval` seconds, backing off to `maxRefreshInterval` while
- * nothing changes; stand by while the browser tab is hidden, and while the sidebar is hidden unless
- * notifications are on. Only a refresh of the open sidebar may start the embedded controller; the
- * background ones (for notifications) just look for a running one.
+ * Refresh rule: the server pushes job changes (`push.ts`); each push refreshes at once. While the
+ * push stream is connected the timer poll stands by, except against a controller the server can
+ * only poll (a real Iris) while a job is open (its log lines are not pushed). Without a stream
+ * (none yet, or it dropped) refresh every `refreshInterval` seconds, backing off to
+ * `maxRefreshInterval` while nothing changes; the timer also runs while the last refresh failed to reach
+ * the controller (to clear the banner when it is back). Everything stands by while the browser tab is hidden,
+ * and while the sidebar is hidden unless notifications are on. Only a refresh of the open sidebar may
+ * start the embedded controller; the background ones (for notifications) just look for a running one.
+ * Refreshes never overlap: one asked for during another runs once right after it.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
@@ -18,6 +23,7 @@ import { JobsModel } from './model';
 import { notifyFinished } from './notify';
 import { JobsPanel } from './panel';
 import { BackoffPoll } from './poll';
+import { PushStream } from './push';
 
 const PLUGIN_ID = 'fray-jupyter:plugin';
 const COMMAND = 'fray-jupyter:show-jobs';
@@ -46,14 +52,58 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const model = new JobsModel();
     let notifications = true;
-    const refreshNow = (): void => void poll.refreshNow();
+    let running: Promise<boolean> | null = null;
+    let again = false;
+    const refresh = (): Promise<boolean> => {
+      if (running !== null) {
+        again = true;
+        return running;
+      }
+      running = model.refresh(panel.isVisible).finally(() => {
+        running = null;
+        if (again) {
+          again = false;
+          void refresh();
+        }
+      });
+      return running;
+    };
+    const refreshNow = (): void => {
+      push.update();
+      if (pushed()) {
+        void refresh(); // the poll stands by: refresh directly
+      } else {
+        void poll.refreshNow();
+      }
+    };
     const panel = new JobsPanel(model, refreshNow);
     panel.title.icon = jobsIcon;
-    const poll = new BackoffPoll({
-      refresh: () => model.refresh(panel.isVisible),
-      backoff: DEFAULT_BACKOFF,
-      paused: () => !panel.isVisible && !notifications
+    const push = new PushStream({
+      wanted: () => panel.isVisible || notifications,
+      onEvent: event => {
+        if (event.kind === 'changed') {
+          void refresh();
+        }
+      },
+      onState: connected => {
+        if (connected) {
+          void refresh();
+        } else {
+          void poll.refreshNow(); // the timer takes over at once
+        }
+      }
     });
+    const pushed = (): boolean =>
+      push.connected &&
+      model.connectionError === null &&
+      (push.source === 'feed' || (push.source === 'poll' && model.open === null));
+    const poll = new BackoffPoll({
+      refresh,
+      backoff: DEFAULT_BACKOFF,
+      paused: () => (!panel.isVisible && !notifications) || pushed()
+    });
+    panel.visibilityChanged.connect(() => push.update());
+    push.update();
 
     const show = (jobId?: string): void => {
       app.shell.activateById(panel.id);
@@ -83,6 +133,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .then(settings => {
           const apply = (): void => {
             notifications = settings.get('notifications').composite as boolean;
+            push.update();
             poll.backoff = backoffFromSettings(
               settings.get('refreshInterval').composite as number,
               settings.get('maxRefreshInterval').composite as number

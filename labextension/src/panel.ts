@@ -4,6 +4,7 @@
  * all job-provided text is set as text.
  */
 import type { Message } from '@lumino/messaging';
+import { ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import { JOB_STATES, badgeFor } from './badges';
@@ -100,11 +101,22 @@ export class JobsPanel extends Widget {
     this._render();
   }
 
+  /** Emits `true` when the sidebar is shown, `false` when it is hidden. */
+  get visibilityChanged(): ISignal<this, boolean> {
+    return this._visibilityChanged;
+  }
+
   /** Shown again: refresh now and follow closely. */
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     void this._clusters.load();
     this.onRefresh();
+    this._visibilityChanged.emit(true);
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this._visibilityChanged.emit(false);
   }
 
   dispose(): void {
@@ -208,4 +220,5 @@ export class JobsPanel extends Widget {
   private _listView: HTMLDivElement;
   private _jobView: JobView;
   private _clusters: ClusterSwitcher;
+  private _visibilityChanged = new Signal<this, boolean>(this);
 }

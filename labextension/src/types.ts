@@ -107,3 +107,28 @@ export interface IJobQuery {
   offset?: number;
   limit?: number;
 }
+
+export interface IPushEvent {
+  kind: string;
+  source: string;
+  jobIds: string[];
+  message: string;
+}
+
+export interface IOutputFile {
+  name: string;
+  size: number;
+  kind: string;
+}
+
+export interface ITaskOutputs {
+  task_id: string;
+  attempt: number;
+  uri: string;
+  note: string;
+  files: IOutputFile[];
+}
+
+export interface IJobOutputs {
+  tasks: ITaskOutputs[];
+}

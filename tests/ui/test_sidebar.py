@@ -146,3 +146,44 @@ def test_a_connection_problem_shows_a_banner_not_an_empty_list(lab: Lab, page: P
     expect(banner).to_be_visible()
     down[0] = False  # the controller comes back: the next poll (backed off, within 30 s) clears it
     expect(banner).to_be_hidden(timeout=40_000)
+
+
+IDLE_S = 60
+"""How long the sidebar sits open with nothing happening before the job is submitted: long enough
+for a timer poll to have backed off to its 30 s maximum (what pushed updates replace)."""
+
+
+def test_a_kernel_job_appears_and_ends_in_the_open_sidebar_at_once(
+        lab: Lab, page: Page, lab_client: FrayClient) -> None:  # noqa: F811
+    name = f"live-{uuid.uuid4().hex[:6]}"
+    job_id = f"/alice/{name}"
+    url = lab.open_url(lab.notebook(f"{name}.ipynb", (
+        "from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, plan\n"
+        "from fray_jupyter.client import connect\n"
+        f"job = JobRequest(name='{name}', entrypoint=Entrypoint.from_binary('sh', ['-c', 'sleep 2']),\n"
+        "                 resources=ResourceConfig(cpu=1, ram='256m', disk='1g'))\n"
+        "print(connect().submit(plan(job)))\n")))
+    page.goto(url)
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    show_sidebar(page)
+    page.evaluate("""id => {
+        window.__frayLive = {};
+        const seen = window.__frayLive;
+        new MutationObserver(() => {
+            const found = document.querySelector(`.fj-JobRow[data-job-id='${id}']`);
+            if (found && !seen.listed) { seen.listed = Date.now(); }
+            const state = found?.querySelector('.fj-Badge')?.textContent;
+            if (state === 'succeeded' && !seen.ended) { seen.ended = Date.now(); }
+        }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    }""", job_id)
+    page.wait_for_timeout(IDLE_S * 1000)  # the condition under test is the idle time itself
+
+    page.locator(".jp-Cell .jp-InputArea-editor >> visible=true").first.click()
+    page.keyboard.press("Shift+Enter")
+    expect(row(page, job_id).locator(".fj-Badge")).to_have_text("succeeded", timeout=30_000)
+    seen = page.evaluate("window.__frayLive")
+    status = lab_client.status(job_id)
+    appeared_ms = seen["listed"] - status.submitted_at.epoch_ms
+    ended_ms = seen["ended"] - status.finished_at.epoch_ms
+    assert appeared_ms <= 1500, f"listed {appeared_ms} ms after it was submitted"
+    assert ended_ms <= 1500, f"shown succeeded {ended_ms} ms after it ended"

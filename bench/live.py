@@ -1,0 +1,161 @@
+"""How fast the Fray Jobs sidebar follows jobs now that the server pushes changes (goals: state
+change → sidebar DOM p95 <= 1 s against the embedded controller, <= 3 s against a genuine Iris
+local controller; idle server CPU <= 60 ms per minute with 3 tabs open).
+
+A real JupyterLab (tests/ui/labserver.py) on Debian Chromium. Three tabs open the sidebar; then:
+
+1. Idle: server CPU (psutil: the Jupyter server plus the controller process, children included)
+   over ``WINDOW_S`` s with the three tabs open and nothing happening.
+2. Latency: ``--jobs`` jobs (``sleep 1``) are submitted one after another; a MutationObserver in
+   one tab records when each row appears and when its badge shows running and succeeded. Each is
+   compared with the controller's own timestamps (submitted_at, started_at, finished_at; the same
+   machine's clock), so every job gives three changes.
+
+Run: .venv/bin/python bench/live.py [--jobs 10] [--real-iris]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "ui"))
+
+from labserver import Lab, launch_args, running_lab
+
+from bench.results import Figure, record
+from bench.sidebar import cpu_seconds
+from fray_jupyter.client import FrayClient
+from fray_jupyter.client.discovery import URL_ENV, start_controller
+from fray_jupyter.planning import plan
+from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
+from fray_jupyter.runtime_file import RUNTIME_FILE_NAME
+
+BENCH = "live"
+SIDEBAR_ID = "fray-jobs"
+TABS = 3
+WINDOW_S = 60.0
+GOAL_P95_S = {"embedded": 1.0, "real Iris": 3.0}
+GOAL_CPU_MS_PER_MIN = 60.0
+OBSERVER = """() => {
+    window.__frayBench = {};
+    const seen = window.__frayBench;
+    new MutationObserver(() => {
+        for (const row of document.querySelectorAll('.fj-JobRow[data-job-id]')) {
+            const id = row.getAttribute('data-job-id');
+            const marks = seen[id] = seen[id] || {};
+            marks.listed = marks.listed || Date.now();
+            const state = row.querySelector('.fj-Badge')?.textContent || '';
+            marks[state] = marks[state] || Date.now();
+        }
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+}"""
+
+
+@contextmanager
+def iris_controller(scratch: Path) -> Iterator[tuple[str, str | None, tuple[int, ...]]]:
+    """A genuine Iris local cluster: ``(url, token, pids to measure)``."""
+    from fray_jupyter.controller.iris_local import start
+
+    cluster = start(scratch / "iris.log", home=scratch / "home", tmp=scratch / "tmp")
+    try:
+        yield cluster.url, None, (cluster.process.pid,)
+    finally:
+        cluster.stop()
+
+
+@contextmanager
+def embedded_controller(lab: Lab) -> Iterator[tuple[str, str | None, tuple[int, ...]]]:
+    """The lab's embedded controller, started as a kernel's ``connect()`` would."""
+    info = start_controller(lab.root.parent / "runtime" / RUNTIME_FILE_NAME, lab.root.parent / "data" / "fray")
+    try:
+        yield info.url, info.token, (info.pid,)
+    finally:
+        os.killpg(info.pid, signal.SIGTERM)  # the controller we started leads its own process group
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The value below which ``fraction`` of ``values`` fall (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+
+
+def measure(lab: Lab, client: FrayClient, pids: tuple[int, ...], jobs: int) -> tuple[list[float], float]:
+    """(change → DOM latencies in seconds, idle server CPU ms per minute with TABS tabs)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(**launch_args())
+        pages = []
+        for index in range(TABS):
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{lab.url}/lab/workspaces/live-bench-{index}?token={lab.token}")
+            page.wait_for_function("() => window.jupyterapp?.restored")
+            page.evaluate("async () => { await window.jupyterapp.restored; }")
+            page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
+            expect(page.locator(f"#{SIDEBAR_ID} .fj-JobsPanel, #{SIDEBAR_ID}").first).to_be_visible()
+            pages.append(page)
+        watcher = pages[0]
+        watcher.wait_for_timeout(5000)  # every tab connected and refreshed once
+        before = cpu_seconds(*pids, lab.pid)
+        watcher.wait_for_timeout(WINDOW_S * 1000)
+        idle_cpu_ms = (cpu_seconds(*pids, lab.pid) - before) * 1000 * 60 / WINDOW_S
+        watcher.evaluate(OBSERVER)
+        ids = []
+        for index in range(jobs):
+            job = JobRequest(name=f"live-{index:02d}-{os.getpid()}", entrypoint=Entrypoint.from_binary("sleep", ["1"]),
+                             resources=ResourceConfig(cpu=1, ram="128m", disk="1g"))
+            ids.append(client.submit(plan(job, user="alice")))
+            client.wait(ids[-1], timeout=120)
+            watcher.wait_for_timeout(1500)  # the sidebar's last refresh lands before the next job
+        marks = watcher.evaluate("window.__frayBench")
+        browser.close()
+    latencies: list[float] = []
+    for job_id in ids:
+        status, seen = client.status(job_id), marks.get(job_id, {})
+        for mark, at in (("listed", status.submitted_at), ("running", status.started_at),
+                         ("succeeded", status.finished_at)):
+            if mark in seen:  # a job can pass through running between two refreshes
+                latencies.append(max(0.0, (seen[mark] - at.epoch_ms) / 1000))
+    return latencies, idle_cpu_ms
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--jobs", type=int, default=10, help="jobs to follow (three changes each)")
+    parser.add_argument("--real-iris", action="store_true", help="against a genuine Iris local controller")
+    args = parser.parse_args()
+    kind = "real Iris" if args.real_iris else "embedded"
+    with tempfile.TemporaryDirectory(prefix="fray-bench-live-") as scratch_dir, ExitStack() as stack:
+        scratch = Path(scratch_dir)
+        if args.real_iris:  # the lab must find it through $FRAY_CONTROLLER_URL from its start
+            url, token, pids = stack.enter_context(iris_controller(scratch / "iris"))
+            os.environ[URL_ENV] = url
+        lab = stack.enter_context(running_lab(scratch / "lab"))
+        if not args.real_iris:
+            url, token, pids = stack.enter_context(embedded_controller(lab))
+        with FrayClient(url, token) as client:
+            latencies, cpu = measure(lab, client, pids, args.jobs)
+    p50, p95 = statistics.median(latencies), percentile(latencies, 0.95)
+    goal = GOAL_P95_S[kind]
+    print(f"{kind}: state change -> sidebar DOM over {len(latencies)} changes: p50 {p50 * 1000:.0f} ms, "
+          f"p95 {p95 * 1000:.0f} ms  [goal p95 <= {goal:g} s: {'pass' if p95 <= goal else 'MISS'}]")
+    print(f"{kind}: idle server CPU with {TABS} tabs open: {cpu:.0f} ms per minute  "
+          f"[goal <= {GOAL_CPU_MS_PER_MIN:.0f} ms/min: {'pass' if cpu <= GOAL_CPU_MS_PER_MIN else 'MISS'}]")
+    record(Figure(BENCH, f"{kind}: state change -> sidebar DOM, p50 / p95 ({len(latencies)} changes)",
+                  f"{p50 * 1000:.0f} / {p95 * 1000:.0f} ms", f"p95 <= {goal:g} s", p95 <= goal))
+    record(Figure(BENCH, f"{kind}: idle server CPU, {TABS} tabs open", f"{cpu:.0f} ms/min",
+                  f"<= {GOAL_CPU_MS_PER_MIN:.0f} ms/min", cpu <= GOAL_CPU_MS_PER_MIN))
+
+
+if __name__ == "__main__":
+    main()
