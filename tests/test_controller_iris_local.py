@@ -209,7 +209,7 @@ def test_a_fray_default_cpu_job_succeeds(twin: FrayClient, tmp_path: Path) -> No
 @pytest.mark.parametrize("flags, status, line", [
     (["--tpu", "v4-32", "--slices", "2"], 3, "fit: never"),
     (["--tpu", "v5p-16"], 0, "fit: "),
-    (["--tpu", "v5e-4"], 3, "fit: never"),
+    (["--tpu", "v5litepod-4"], 3, "fit: never"),
 ])
 def test_plan_check_against_the_twin(twin: FrayClient, flags: list[str], status: int, line: str) -> None:
     """``fray-jupyter plan --check --controller <twin>``: never for what Iris never places or refuses."""
