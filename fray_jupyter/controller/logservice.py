@@ -39,15 +39,15 @@ DEFAULT_MAX_LINES: Final[int] = 1000
 MAX_LINES: Final[int] = 100_000
 _KEY_SQL: Final[str] = "(job_id || '/' || idx || ':' || attempt)"
 _EXACT_KEY: Final[re.Pattern[str]] = re.compile(r"(/[^/]+/[^/]+)/(0|[1-9][0-9]*):(0|[1-9][0-9]*)")
-_LEVELS: Final[dict[str, int]] = {
+_LEVELS: Final[dict[str, F.LogLevel]] = {
     "DEBUG": F.LOG_LEVEL_DEBUG, "INFO": F.LOG_LEVEL_INFO, "WARNING": F.LOG_LEVEL_WARNING,
     "ERROR": F.LOG_LEVEL_ERROR, "CRITICAL": F.LOG_LEVEL_CRITICAL,
 }
-_PREFIX_LEVELS: Final[dict[str, int]] = {name[0]: level for name, level in _LEVELS.items()}
-_STREAM_LEVELS: Final[dict[str, int]] = {"stdout": F.LOG_LEVEL_INFO, "stderr": F.LOG_LEVEL_ERROR}
+_PREFIX_LEVELS: Final[dict[str, F.LogLevel]] = {name[0]: level for name, level in _LEVELS.items()}
+_STREAM_LEVELS: Final[dict[str, F.LogLevel]] = {"stdout": F.LOG_LEVEL_INFO, "stderr": F.LOG_LEVEL_ERROR}
 
 
-def log_level(source: str, data: str) -> int:
+def log_level(source: str, data: str) -> F.LogLevel:
     """A line's level, as Iris classifies captured output: a glog-style prefix (``I0102 ...``,
     ``W...``, ``E...``, ``D...``, ``C...``: the letter then a digit) wins; otherwise stdout is
     INFO, stderr ERROR and any other stream UNKNOWN."""
@@ -119,7 +119,7 @@ class LogService:
                 job_id, rest = "/".join(parts[:3]), "/".join(parts[3:])
                 conditions, params = ["job_id = ?"], [job_id]
                 if rest:
-                    conditions.append(f"(idx || ':' || attempt) LIKE ? ESCAPE '\\'")
+                    conditions.append("(idx || ':' || attempt) LIKE ? ESCAPE '\\'")
                     params.append(_like_prefix(rest))
                 return conditions, params
             jobs = self.store.job_ids_where("(job_id || '/') LIKE ? ESCAPE '\\'", [_like_prefix(source)])
@@ -133,7 +133,7 @@ class LogService:
         start of the text when ``anchored``, else anywhere in it) and return ``name``. Safe
         because a request is answered in one go on the store's one thread."""
         find = pattern.match if anchored else pattern.search
-        matches: Callable[[str], bool] = lambda text: find(text) is not None  # noqa: E731
+        matches: Callable[[str], bool] = lambda text: find(text) is not None
         self.store.define_function(name, 1, matches)
         return name
 

@@ -288,11 +288,9 @@ class Attempt:
                     f"Execution timeout exceeded ({self.timeout_s:g}s)", timed_out=True,
                 )
             if code != 0:
-                if setup:
-                    error = setup_failure(number, len(self.steps) - 1, code, argv, list(self._recent))
-                else:
-                    error = f"command failed with exit code {code}"
-                return Outcome(job_pb2.TASK_STATE_FAILED, code, error)
+                failure = (setup_failure(number, len(self.steps) - 1, code, argv, list(self._recent)) if setup
+                           else f"command failed with exit code {code}")
+                return Outcome(job_pb2.TASK_STATE_FAILED, code, failure)
         if self.stop_reason is not None:
             return Outcome(job_pb2.TASK_STATE_KILLED, None, self.stop_reason)
         return Outcome(job_pb2.TASK_STATE_SUCCEEDED, 0)
