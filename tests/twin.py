@@ -33,7 +33,7 @@ STARTED: Final[frozenset[int]] = frozenset({J.JOB_STATE_RUNNING, J.JOB_STATE_SUC
 
 def rpc(client: FrayClient, method: str, request: Message, response_type: type[M]) -> M:
     """One call by Iris method name (``ListWorkers``, ``GetAutoscalerStatus``, …)."""
-    return client._call(method, request, response_type)  # noqa: SLF001 - the client's one wire entry point
+    return client._call(method, request, response_type)
 
 
 def forever_reason(pending_reason: str) -> str | None:

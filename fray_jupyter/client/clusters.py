@@ -104,7 +104,7 @@ def iris_revision_date() -> str | None:
     ``$IRIS_REVISION_DATE``), or None without Marin's Iris (then ``plan()``'s default is sent)."""
     if marin_unavailable() is not None:
         return None
-    from iris.version import client_revision_date  # type: ignore[import-untyped]
+    from iris.version import client_revision_date
 
     return str(client_revision_date()) or None
 
@@ -186,7 +186,7 @@ class NamedCluster:
         if reason is not None:
             raise ClusterUnavailable(reason, url=self.label)
         import click
-        from iris.cli.connect import connect_controller  # type: ignore[import-untyped]
+        from iris.cli.connect import connect_controller
 
         shared = read_runtime_file(shared_cluster_file(self.name))
         self._shared = shared is not None and shared.pid != os.getpid()

@@ -33,7 +33,15 @@ import zstandard
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from fray_jupyter.controller.rpc import METHODS_BY_PATH, Authenticator, Code, Invoke, RpcError, decode, unimplemented
+from fray_jupyter.controller.rpc import (
+    METHODS_BY_PATH,
+    Authenticator,
+    Code,
+    Invoke,
+    RpcError,
+    decode,
+    unimplemented,
+)
 
 MAX_REQUEST_BYTES: Final[int] = 32 * 1024 * 1024
 _CODECS: Final[dict[str, str]] = {"application/proto": "proto", "application/json": "json"}

@@ -217,7 +217,7 @@ def load_local_config(name: str | None, scratch: Path) -> Any:
     path = _built_in_manifest() if name in (None, "", "default") else _marin_manifest(scratch) if marin else Path(name)
     try:
         config = load_config(path)
-    except Exception as error:  # Iris raises ValueError, pydantic's ValidationError, yaml errors, OSError…
+    except Exception as error:  # noqa: BLE001 - Iris raises ValueError, pydantic's ValidationError, yaml errors, OSError…
         detail = " ".join(str(error).split())
         raise ClusterConfigError(f"--cluster-config {name!r}: Iris cannot load it: {detail[:500]}") from None
     if not config.scale_groups:

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import LogRow, Store
 from fray_jupyter.iris.proto import finelog_logging_pb2
+from fray_jupyter.iris.states import log_key, task_id_for
 
 F = finelog_logging_pb2
 DEFAULT_MAX_LINES: Final[int] = 1000
@@ -119,7 +120,7 @@ class LogService:
                 job_id, rest = "/".join(parts[:3]), "/".join(parts[3:])
                 conditions, params = ["job_id = ?"], [job_id]
                 if rest:
-                    conditions.append(f"(idx || ':' || attempt) LIKE ? ESCAPE '\\'")
+                    conditions.append("(idx || ':' || attempt) LIKE ? ESCAPE '\\'")
                     params.append(_like_prefix(rest))
                 return conditions, params
             jobs = self.store.job_ids_where("(job_id || '/') LIKE ? ESCAPE '\\'", [_like_prefix(source)])
@@ -133,7 +134,7 @@ class LogService:
         text when ``full``, else anywhere in it) and return ``name``. Safe because a request is
         answered in one go on the store's one thread."""
         find = pattern.fullmatch if full else pattern.search
-        matches: Callable[[str], bool] = lambda text: find(text) is not None  # noqa: E731
+        matches: Callable[[str], bool] = lambda text: find(text) is not None
         self.store.define_function(name, 1, matches)
         return name
 
@@ -141,8 +142,8 @@ class LogService:
     def _entry(row: LogRow, *, keyed: bool) -> F.LogEntry:
         entry = F.LogEntry(
             timestamp=F.Timestamp(epoch_ms=row.ts_ms), source=row.source, data=row.data, attempt_id=row.attempt,
-            level=log_level(row.source, row.data), seq=row.id,
+            level=cast(F.LogLevel, log_level(row.source, row.data)), seq=row.id,
         )
         if keyed:
-            entry.key = f"{row.job_id}/{row.idx}:{row.attempt}"
+            entry.key = log_key(task_id_for(row.job_id, row.idx), row.attempt)
         return entry

@@ -291,10 +291,10 @@ class Attempt:
                 )
             if code != 0:
                 if setup:
-                    error = setup_failure(number, len(self.steps) - 1, code, argv, list(self._recent))
+                    failure = setup_failure(number, len(self.steps) - 1, code, argv, list(self._recent))
                 else:
-                    error = f"command failed with exit code {code}"
-                return Outcome(job_pb2.TASK_STATE_FAILED, code, error)
+                    failure = f"command failed with exit code {code}"
+                return Outcome(job_pb2.TASK_STATE_FAILED, code, failure)
         if self.stop_reason is not None:
             return Outcome(job_pb2.TASK_STATE_KILLED, None, self.stop_reason)
         return Outcome(job_pb2.TASK_STATE_SUCCEEDED, 0)

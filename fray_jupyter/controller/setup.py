@@ -59,7 +59,7 @@ _RUN_IN_VENV: Final[str] = (
 def uv_binary() -> Path | None:
     """The ``uv`` executable: the one the ``uv`` package ships, else one on PATH, else None."""
     try:
-        from uv import find_uv_bin  # type: ignore[import-untyped]
+        from uv import find_uv_bin
 
         return Path(find_uv_bin())
     except (ImportError, FileNotFoundError):

@@ -29,7 +29,12 @@ from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest
 from fray_jupyter.resources.environment import EnvironmentConfig
 from tests.differential.corpus import CORPUS, ENV_COMMAND, Case
-from tests.differential.differences import CASE_DIFFERENCES, CONSTRAINTS_TAIL, ENV_ONLY_ON_EMBEDDED, ENV_ONLY_ON_TWIN
+from tests.differential.differences import (
+    CASE_DIFFERENCES,
+    CONSTRAINTS_TAIL,
+    ENV_ONLY_ON_EMBEDDED,
+    ENV_ONLY_ON_TWIN,
+)
 from tests.twin import Outcome, Place, partition, places, settle
 
 USER = "diff"
