@@ -3,8 +3,8 @@ backoff. Uses a scripted in-memory transport registered for the ``fake://`` sche
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -88,12 +88,32 @@ def test_idempotent_calls_retry_while_unavailable(client: FrayClient) -> None:
     assert methods() == ["GetJobStatus"] * 3
 
 
-def test_retries_stop_at_the_deadline(client: FrayClient) -> None:
+class FakeClock:
+    """``time`` for the client module: ``sleep`` advances ``monotonic`` at once and is recorded."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_retries_stop_at_the_deadline(client: FrayClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Back off, doubling, while the next retry still starts within ``retry_for``; then raise."""
+    clock = FakeClock()
+    monkeypatch.setattr(client_module, "time", clock)
     FakeTransport.script["GetJobStatus"] = [unavailable()]
-    started = time.monotonic()
     with pytest.raises(ControllerUnreachable):
         client.status("/u/j")
-    assert 0.3 < time.monotonic() - started < 1.5
+    slept = clock.slept
+    assert len(slept) >= 2 and all(later == pytest.approx(2 * earlier) for earlier, later in pairwise(slept))
+    assert sum(slept) <= client.retry_for < sum(slept) + 2 * slept[-1]
+    assert methods() == ["GetJobStatus"] * (len(slept) + 1)
 
 
 def test_not_retryable_errors_are_raised_at_once_with_the_job(client: FrayClient) -> None:

