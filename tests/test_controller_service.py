@@ -172,7 +172,7 @@ def test_bundle_workdir_files_and_setup_commands(tmp_path: Path) -> None:
         failing.entrypoint.setup_commands[:] = ["exit 7"]
         job_id = core.launch(failing)
         final = await core.wait(job_id)
-        assert final.state == J.JOB_STATE_FAILED and "setup command 1 failed with exit code 7" in final.error
+        assert final.state == J.JOB_STATE_FAILED and "setup command 1/1 failed with exit code 7" in final.error
         assert "never" not in core.lines(job_id)
 
     run(tmp_path, body)

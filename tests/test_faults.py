@@ -315,26 +315,29 @@ def test_a_runtime_file_left_by_a_crash_naming_a_live_unrelated_pid(tmp_path: Pa
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
     for name in ("FRAY_CONTROLLER_URL", "FRAY_CONTROLLER_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    with connect() as client:
-        job_id = client.submit(launch_request("before-crash", "echo remembered"))
-        client.wait(job_id, timeout=20)
-    crashed = read_runtime_file()
-    assert crashed is not None
-    os.kill(crashed.pid, signal.SIGKILL)
-    discovery._started[-1].wait(timeout=10)
-    unrelated = subprocess.Popen(["sleep", "60"])  # the pid the file names is alive again, as something else
+    already = len(discovery._started)
+    unrelated = subprocess.Popen(["sleep", "60"])
     try:
+        with connect() as client:
+            job_id = client.submit(launch_request("before-crash", "echo remembered"))
+            client.wait(job_id, timeout=20)
+        crashed = read_runtime_file()
+        assert crashed is not None
+        os.kill(crashed.pid, signal.SIGKILL)
+        discovery._started[-1].wait(timeout=10)
+        # the pid the file names is alive again, as something else (here: the sleep)
         write_runtime_file(replace(crashed, pid=unrelated.pid), runtime_file_path())
         with connect() as client:
             assert client.url != crashed.url
             assert [entry.data for entry in client.logs(job_id).entries] == ["remembered"]
         info = read_runtime_file()
         assert info is not None and info.pid not in (crashed.pid, unrelated.pid) and info.instance != crashed.instance
-        os.kill(info.pid, signal.SIGTERM)
-        discovery._started[-1].wait(timeout=20)
     finally:
         unrelated.kill()
         unrelated.wait()
+        for started in discovery._started[already:]:
+            started.terminate()
+            started.wait(timeout=20)
 
 
 # -- kill -9 during a replacement ------------------------------------------------------------------
