@@ -190,8 +190,9 @@ class Engine:
 
     @property
     def busy(self) -> bool:
-        """Whether any task is running or waiting to start."""
-        return bool(self.running or self.queue)
+        """Whether any task is running or waiting to start (a job the cluster can never place,
+        held PENDING forever, does not count: it must not keep the controller alive for good)."""
+        return bool(self.running) or any(not queued.hold for queued in self.queue.values())
 
     async def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
         """Stop scheduling, end running tasks as WORKER_FAILED, wait (at most ``timeout`` s)

@@ -10,7 +10,8 @@ Policy (each figure a controller option, or its environment variable, shown by `
   ``$FRAY_CONTROLLER_MAX_STATE_SIZE``, e.g. ``500m``). Files of a job that is still pending or
   running are never touched, so a running job alone can keep the state dir over its cap.
 * **Leftovers go**: work dirs and output archives of jobs that no longer exist (replaced ones,
-  once their processes have exited).
+  once their processes have exited). The output archives of kept jobs stay (``JobHandle.result()``
+  reads them); they count towards the cap.
 * **Logs are capped per task**: past ``--max-log-lines`` lines (default 100,000;
   ``$FRAY_CONTROLLER_MAX_LOG_LINES``) a task's further lines are dropped and its log ends with
   ``… N lines truncated`` (see ``logbuffer``).
