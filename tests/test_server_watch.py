@@ -151,7 +151,8 @@ def test_a_real_iris_is_polled_only_while_someone_watches(tmp_path_factory: pyte
             hub = ChangeHub(ControllerLink(start=False))
             queue = hub.subscribe()
             assert (await queue.get())["source"] == ""
-            assert (await asyncio.wait_for(queue.get(), 20)) == {"kind": "hello", "source": "poll"}
+            assert (await asyncio.wait_for(queue.get(), 20)) == {"kind": "hello", "source": "poll", "jobIds": [],
+                                                                 "message": ""}
             job = JobRequest(name=f"p-{uuid.uuid4().hex[:6]}", entrypoint=Entrypoint.from_binary("true"),
                              resources=ResourceConfig(cpu=1, ram="256m", disk="1g"))
             started = time.monotonic()
