@@ -68,16 +68,22 @@ class ChangeFeed:
         return self.since(after, epoch)
 
 
+class BadWaitRequest(ValueError):
+    """A WaitForChanges body whose field is missing its shape (wrong type or out of range): the
+    request is invalid, whichever of the two it is, so one error the server maps to
+    INVALID_ARGUMENT."""
+
+
 def parse_wait_request(body: dict[str, Any]) -> tuple[int, str, float]:
-    """``(after, epoch, timeout seconds)`` from a WaitForChanges JSON body; ``ValueError`` naming
-    the field that is not what it must be."""
+    """``(after, epoch, timeout seconds)`` from a WaitForChanges JSON body; ``BadWaitRequest`` (a
+    ``ValueError``) naming the field that is not what it must be."""
     after, epoch, timeout_ms = body.get("after", 0), body.get("epoch", ""), body.get("timeoutMs", 0)
     if isinstance(after, str) and after.isdigit():
         after = int(after)
     if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-        raise ValueError(f"after must be a revision (a whole number >= 0), got {after!r}")
+        raise BadWaitRequest(f"after must be a revision (a whole number >= 0), got {after!r}")
     if not isinstance(epoch, str):
-        raise ValueError(f"epoch must be a string, got {epoch!r}")
+        raise BadWaitRequest(f"epoch must be a string, got {epoch!r}")
     if not isinstance(timeout_ms, (int, float)) or isinstance(timeout_ms, bool) or timeout_ms < 0:
-        raise ValueError(f"timeoutMs must be a number of milliseconds >= 0, got {timeout_ms!r}")
+        raise BadWaitRequest(f"timeoutMs must be a number of milliseconds >= 0, got {timeout_ms!r}")
     return after, epoch, timeout_ms / 1000

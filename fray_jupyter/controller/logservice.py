@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import LogRow, Store
@@ -142,7 +142,7 @@ class LogService:
     def _entry(row: LogRow, *, keyed: bool) -> F.LogEntry:
         entry = F.LogEntry(
             timestamp=F.Timestamp(epoch_ms=row.ts_ms), source=row.source, data=row.data, attempt_id=row.attempt,
-            level=cast(F.LogLevel, log_level(row.source, row.data)), seq=row.id,
+            level=log_level(row.source, row.data), seq=row.id,
         )
         if keyed:
             entry.key = log_key(task_id_for(row.job_id, row.idx), row.attempt)

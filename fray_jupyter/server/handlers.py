@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from urllib.parse import quote
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
+from urllib.parse import quote
 
 import tornado.iostream
 import tornado.web
@@ -39,8 +39,8 @@ from fray_jupyter.client import (
     JobAlreadyExists,
     JobNotFound,
     LoginRequired,
+    results,
 )
-from fray_jupyter.client import results
 from fray_jupyter.client.client import SORT_FIELDS
 from fray_jupyter.client.clusters import CLUSTER_NAME, list_clusters, marin_unavailable
 from fray_jupyter.client.discovery import NO_CONTROLLER_URL
