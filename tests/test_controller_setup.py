@@ -16,7 +16,7 @@ from fray_jupyter.controller.setup import (
     is_default_sync,
     setup_failure,
     task_steps,
-    tools_dir,
+    tool_dirs,
     worker_environment,
 )
 from fray_jupyter.iris.proto import job_pb2
@@ -29,7 +29,7 @@ DEFAULT_SYNC = ("set -e\ncd \"$IRIS_WORKDIR\"\necho 'syncing deps'\n"
 def _run(steps: list[list[str]], workdir: Path, state: Path) -> tuple[Outcome, list[str]]:
     workdir.mkdir(parents=True, exist_ok=True)
     env = {"PATH": os.environ["PATH"], "HOME": str(state), "IRIS_WORKDIR": str(workdir), "IRIS_PYTHON": sys.executable,
-           **worker_environment(workdir, state, os.environ["PATH"])}
+           **worker_environment(workdir, state, os.environ["PATH"], setup=True)}
     lines: list[str] = []
     attempt = Attempt(steps=steps, workdir=workdir, env=env, timeout_s=60,
                       sink=lambda source, line: lines.append(line), on_spawn=lambda pid, token: None)
@@ -48,17 +48,19 @@ def test_steps_wrap_setup_and_run_the_command_in_the_venv() -> None:
 
 def test_worker_environment_and_tools(tmp_path: Path) -> None:
     workdir = tmp_path / "work" / "job-1" / "0.0"
-    env = worker_environment(workdir, tmp_path, "/usr/bin")
+    env = worker_environment(workdir, tmp_path, "/usr/bin", setup=False)
     assert env["IRIS_VENV"] == env["UV_PROJECT_ENVIRONMENT"] == str(workdir / ".venv")
     assert env["UV_CACHE_DIR"] == str(tmp_path / "uv-cache")
     assert env["UV_PYTHON_INSTALL_DIR"] == str(tmp_path / "uv-cache" / "python")
-    tools = tools_dir(tmp_path)
-    assert tools is not None and env["PATH"] == f"{tools}{os.pathsep}/usr/bin"
-    python = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    assert sorted(path.name for path in tools.iterdir()) == sorted([python, "uv", "uvx"])
-    version = subprocess.run([str(tools / "uv"), "--version"], capture_output=True, text=True, check=True)
+    assert "PATH" not in env  # no setup: the base PATH as it is
+    uv_dir, python_dir = tool_dirs()
+    with_setup = worker_environment(workdir, tmp_path, f"/usr/bin{os.pathsep}{uv_dir}", setup=True)
+    assert with_setup["PATH"].split(os.pathsep) == ["/usr/bin", str(uv_dir), *([str(python_dir)] if python_dir != uv_dir
+                                                                              else [])]
+    version = subprocess.run([str(uv_dir / "uv"), "--version"], capture_output=True, text=True, check=True)
     assert version.stdout.startswith("uv ")
-    assert subprocess.run([str(tools / python), "-c", "import sys; print(sys.prefix == sys.base_prefix)"],
+    python = python_dir / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    assert subprocess.run([str(python), "-c", "import sys; print(sys.prefix == sys.base_prefix)"],
                           capture_output=True, text=True, check=True).stdout.strip() == "True"  # outside any venv
 
 

@@ -259,7 +259,8 @@ class Engine:
             identity, request.environment.env_vars, request.environment.setup_scripts,
             request.resources, workdir, self.controller_url, request.bundle_id, self.passed_env,
         )
-        env.update(setup.worker_environment(workdir, self.work_root.parent, env.get("PATH", "")))
+        env.update(setup.worker_environment(workdir, self.work_root.parent, env.get("PATH", ""),
+                                            setup=bool(entrypoint.setup_commands)))
         process = Attempt(
             steps=steps, workdir=workdir, env=env,
             timeout_s=job.timeout_ms / 1000 if job.timeout_ms else None,

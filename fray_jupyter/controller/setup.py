@@ -7,12 +7,11 @@ Rules:
   ``$IRIS_WORKDIR/.venv`` (where Iris puts the venv: its work dir ``/app``, venv ``/app/.venv``);
   ``UV_CACHE_DIR`` is ``<state dir>/uv-cache``, shared by every task, so a second sync of the
   same workspace reuses what the first downloaded and built (``UV_PYTHON_INSTALL_DIR`` sits
-  under it, as on Iris). ``uv`` (the ``uv`` package this project depends on) is on PATH first,
-  through ``<state dir>/bin``, a directory holding only links to ``uv``, ``uvx`` and
-  ``python3.<minor>`` (the controller's own interpreter, outside any venv), so the default
-  ``uv sync --python 3.<minor>`` of a client on the same Python finds an interpreter here
-  instead of downloading one, and nothing else of the controller's environment shadows the
-  task's tools.
+  under it, as on Iris). A job with setup commands also finds ``uv`` (the ``uv`` package this
+  project depends on) and this machine's Python on PATH: the directories of ``uv`` and of the
+  controller's base interpreter are appended when missing, so the default ``uv sync --python
+  3.<minor>`` of a client on the same Python uses it instead of downloading one, and nothing
+  already on PATH is shadowed.
 * Steps (``task_steps``): each setup command runs as ``bash -c`` in the work dir; when one
   fails, its last command and output make the task's error (``setup_failure``). The last step,
   the job's command, runs inside the venv when setup left one (``$IRIS_VENV/bin/activate`` is
@@ -26,8 +25,6 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
 import shlex
 import shutil
@@ -38,7 +35,6 @@ from typing import Final
 
 VENV_DIR: Final[str] = ".venv"
 UV_CACHE_DIR: Final[str] = "uv-cache"
-TOOLS_DIR: Final[str] = "bin"
 FAILURE_MARK: Final[str] = "[fray setup] failed"
 TAIL_LINES: Final[int] = 20
 _DEFAULT_SYNC_MARK: Final[str] = "echo 'syncing deps'"
@@ -67,32 +63,20 @@ def uv_binary() -> Path | None:
         return Path(found) if found else None
 
 
-@functools.cache
-def tools_dir(state_root: Path) -> Path | None:
-    """``<state root>/bin`` holding links to ``uv`` (and ``uvx`` beside it) and to this Python
-    as ``python3.<minor>``, created once; None when no uv is installed."""
+def tool_dirs() -> list[Path]:
+    """Where setup finds its tools: the directory of ``uv`` and that of this Python's base
+    interpreter (outside any venv: uv does not take a venv's interpreter from PATH)."""
+    dirs = []
     binary = uv_binary()
-    if binary is None:
-        return None
-    directory = state_root / TOOLS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    python = Path(getattr(sys, "_base_executable", "") or sys.executable)
-    links = {"uv": binary, "uvx": binary.with_name("uvx"), f"python{sys.version_info[0]}.{sys.version_info[1]}": python}
-    for name, target in links.items():
-        link = directory / name
-        if not target.exists():
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            if link.is_symlink() and link.readlink() == target:
-                continue
-            link.unlink()
-        link.symlink_to(target)
-    return directory
+    if binary is not None:
+        dirs.append(binary.parent)
+    dirs.append(Path(getattr(sys, "_base_executable", "") or sys.executable).parent)
+    return dirs
 
 
-def worker_environment(workdir: Path, state_root: Path, path: str) -> dict[str, str]:
+def worker_environment(workdir: Path, state_root: Path, path: str, *, setup: bool) -> dict[str, str]:
     """The variables a task gets on top of its base environment (see the module rules);
-    ``path`` is the base environment's PATH."""
+    ``path`` is the base environment's PATH, ``setup`` whether the job has setup commands."""
     venv = str(workdir / VENV_DIR)
     cache = state_root / UV_CACHE_DIR
     env = {
@@ -101,9 +85,10 @@ def worker_environment(workdir: Path, state_root: Path, path: str) -> dict[str, 
         "UV_CACHE_DIR": str(cache),
         "UV_PYTHON_INSTALL_DIR": str(cache / "python"),
     }
-    tools = tools_dir(state_root)
-    if tools is not None:
-        env["PATH"] = os.pathsep.join(part for part in (str(tools), path) if part)
+    if setup:
+        parts = [part for part in path.split(os.pathsep) if part]
+        parts += [str(directory) for directory in tool_dirs() if str(directory) not in parts]
+        env["PATH"] = os.pathsep.join(parts)
     return env
 
 
