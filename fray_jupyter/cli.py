@@ -78,7 +78,7 @@ def _check(result: Plan, url: str | None, cluster: str | None = None) -> FitVerd
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``fray-jupyter`` argument parser."""
-    parser = _Parser(prog="fray-jupyter", description=__doc__)
+    parser = _Parser(prog="fray-jupyter", description=(__doc__ or "").replace("``", ""))  # help is plain text, not RST
     commands = parser.add_subparsers(dest="subcommand", required=True, parser_class=_Parser)
     plan_parser = commands.add_parser("plan", help="show what Iris would receive for a job",
                                       description="Show the Plan (and LaunchJobRequest) for a job described by flags.")

@@ -67,3 +67,10 @@ def test_check_against_the_embedded_controller(tmp_path: Path) -> None:
         assert now.returncode == 0 and "\nfit: now — idle workers can take the gang now\n" in now.stdout
     finally:
         stop_quietly(controller)
+
+
+def test_help_is_plain_text_without_rst_markup() -> None:
+    for argv in (("--help",), ("plan", "--help"), ("controller", "--help")):
+        result = _run(*argv)
+        assert result.returncode == 0 and "usage: fray-jupyter" in result.stdout
+        assert "``" not in result.stdout, argv

@@ -125,7 +125,14 @@ def test_iris_command_names_what_it_cannot_express() -> None:
     command, note = iris_command(job).split("\n")
     assert command.endswith("-- python main.py")
     assert note == ("# iris job run has no flag for: preemptible=False, device_alternatives, regions=[ANY_REGION], "
-                    "a Python entrypoint (shown as python main.py)")
+                    "a Python callable (shown as python main.py)")
+
+
+def test_iris_command_for_a_cell_runs_the_cell_saved_as_a_file() -> None:
+    job = JobRequest(name="cell-1", entrypoint=Entrypoint.from_cell("print('hi')\n"), resources=ResourceConfig())
+    save, command = iris_command(job).split("\n")
+    assert save.startswith("# save the cell's code as cell.py in the directory you run this from")
+    assert command.endswith("-- python cell.py") and "no flag" not in command
 
 
 _tpu = st.builds(lambda info, slices: ResourceConfig.with_tpu(info.name, slice_count=slices),

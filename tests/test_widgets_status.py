@@ -8,11 +8,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
 from fray_jupyter.client.errors import ControllerUnreachable, InvalidRequest
 from fray_jupyter.client.logs import LogPage
+from fray_jupyter.iris.outputs import RESULT_FILE, capture
 from fray_jupyter.iris.proto import job_pb2 as J
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.proto.time_pb2 import Timestamp
@@ -152,6 +154,30 @@ def test_succeeded_is_green_without_a_failure_summary() -> None:
     assert panel.progress.bar_style == "success" and panel.failure.value == "" and "took 5.2 s" in panel.header.value
     bundle = panel._repr_mimebundle_()
     assert bundle is not None and bundle["text/plain"].startswith(f"{JOB}  SUCCEEDED  1/1 tasks")
+
+
+def test_an_ended_job_lists_the_files_its_tasks_wrote(tmp_path: Path) -> None:
+    (tmp_path / "out" / "plots").mkdir(parents=True)
+    (tmp_path / "out" / "metrics.txt").write_text("loss 0.25\n")
+    (tmp_path / "out" / "plots" / f"{XSS}.svg").write_text("<svg/>")
+    (tmp_path / "out" / RESULT_FILE).write_bytes(b"pickled")  # the callable runner's own: not listed
+    archive = capture(tmp_path / "out", tmp_path / "a" / "outputs.tar.zst")
+
+    class WithOutputs(ScriptedController):
+        def tasks(self, job_id: str) -> tuple[J.TaskStatus, ...]:
+            tasks = super().tasks(job_id)
+            for task in tasks:
+                task.attempts.add(attempt_id=0).output_archive.CopyFrom(archive)
+            return tasks
+
+    controller = WithOutputs(state=J.JOB_STATE_RUNNING, task_states=[J.TASK_STATE_RUNNING])
+    panel = panel_for(controller)
+    panel.refresh()
+    assert panel.outputs.value == ""  # read once the job has ended
+    controller.state, controller.task_states = J.JOB_STATE_SUCCEEDED, [J.TASK_STATE_SUCCEEDED]
+    panel.refresh()
+    assert "outputs: metrics.txt (10 bytes), plots/&lt;img src=x onerror=alert(1)&gt;.svg (6 bytes)" in panel.outputs.value
+    assert RESULT_FILE not in panel.outputs.value and XSS not in panel.outputs.value
 
 
 class RecordedWaits:

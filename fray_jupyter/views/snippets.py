@@ -25,6 +25,8 @@ BAND_NAMES: Final[dict[int, str]] = {band: name for name, band in PRIORITY_BANDS
 IRIS_EXTRA_MEMORY_BYTES: Final = 4 * 10**9
 IRIS_EXTRA_DISK_BYTES: Final = 10 * 10**9
 PLACEHOLDER_COMMAND: Final = ("python", "main.py")
+CELL_FILE: Final = "cell.py"
+"""A ``%%fray`` cell's code, saved as a file: ``iris job run`` ships the directory it runs from."""
 
 
 def _literal(value: Any) -> str:
@@ -159,7 +161,9 @@ def magic_line(job: JobRequest) -> str:
 
 def _command(job: JobRequest) -> tuple[str, ...]:
     binary = job.entrypoint.binary_entrypoint
-    return (binary.command, *binary.args) if binary is not None else PLACEHOLDER_COMMAND
+    if binary is not None:
+        return (binary.command, *binary.args)
+    return ("python", CELL_FILE) if job.entrypoint.cell_entrypoint is not None else PLACEHOLDER_COMMAND
 
 
 def _not_expressible(job: JobRequest) -> list[str]:
@@ -171,14 +175,16 @@ def _not_expressible(job: JobRequest) -> list[str]:
         (resources.image, "image"),
         (resources.container_profile, "container_profile"),
         (job.max_task_failures, "max_task_failures"),
-        (job.entrypoint.binary_entrypoint is None, f"a Python entrypoint (shown as {shlex.join(PLACEHOLDER_COMMAND)})"),
+        (job.entrypoint.callable_entrypoint is not None,
+         f"a Python callable (shown as {shlex.join(PLACEHOLDER_COMMAND)})"),
     ) if present]
     return missing
 
 
 def iris_command(job: JobRequest) -> str:
     """``iris job run`` for ``job`` (flags as in Iris's CLI: ``-e KEY VALUE``, ``--enable-extra-resources``,
-    ``--max-retries``, …), then a ``#`` line naming what it cannot express, if anything."""
+    ``--max-retries``, …), then a ``#`` line naming what it cannot express, if anything. A cell job
+    runs ``python cell.py``, after a ``#`` line saying to save the cell there first."""
     resources, device = job.resources, job.resources.device
     args = ["iris", "job", "run", "--job-name", job.name]
     if isinstance(device, TpuConfig):
@@ -198,4 +204,6 @@ def iris_command(job: JobRequest) -> str:
     args += [*_env_vars(job), "--", *_command(job)]
     missing = _not_expressible(job)
     note = f"\n# iris job run has no flag for: {', '.join(missing)}" if missing else ""
-    return shlex.join(args) + note
+    first = (f"# save the cell's code as {CELL_FILE} in the directory you run this from (iris job run "
+             "ships that directory to every task), then:\n") if job.entrypoint.cell_entrypoint is not None else ""
+    return first + shlex.join(args) + note

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import ipywidgets as widgets
 
+from fray_jupyter.client import results
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import FrayError, JobNotFound
 from fray_jupyter.client.logs import log_line
@@ -70,6 +71,7 @@ class JobStatusPanel(widgets.VBox):
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._unreachable = False
+        self._outputs_read = False
 
         self.header = widgets.HTML(view.header_html(job_pb2.JobStatus(job_id=job_id)))
         self.progress = widgets.IntProgress(value=0, min=0, max=1, description="0/0",
@@ -78,17 +80,19 @@ class JobStatusPanel(widgets.VBox):
         self.tasks = widgets.HTML()
         self.logs = widgets.HTML(view.logs_html(()))
         self.failure = widgets.HTML()
+        self.outputs = widgets.HTML()
         self.message = widgets.HTML()
         self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="danger",
                                             tooltip="terminate the job and all its tasks")
         self.cancel_button.on_click(self._on_cancel)
         for widget, name in ((self.header, "header"), (self.progress, "progress"), (self.reason, "reason"),
                              (self.tasks, "tasks"), (self.logs, "logs"), (self.failure, "failure"),
-                             (self.message, "message"), (self.cancel_button, "cancel")):
+                             (self.outputs, "outputs"), (self.message, "message"), (self.cancel_button, "cancel")):
             widget.add_class(f"fray-status-{name}")
         toolbar = widgets.HBox([self.progress, self.cancel_button], layout=widgets.Layout(align_items="center"))
         style = widgets.HTML(view.STYLE, layout=widgets.Layout(display="none"))  # once, not on every redraw
-        super().__init__([style, self.header, toolbar, self.reason, self.failure, self.tasks, self.logs, self.message],
+        super().__init__([style, self.header, toolbar, self.reason, self.failure, self.tasks, self.outputs, self.logs,
+                          self.message],
                          **kwargs)
         self.add_class("fray-status-panel")
         if start:
@@ -232,6 +236,17 @@ class JobStatusPanel(widgets.VBox):
         self.failure.value = view.failure_html(status, tasks, list(self.lines))
         if view.is_terminal(status):
             self.cancel_button.disabled = True
+            if not self._outputs_read:
+                self._outputs_read = True
+                self.outputs.value = self._outputs_html(tasks)
+
+    @staticmethod
+    def _outputs_html(tasks: tuple[job_pb2.TaskStatus, ...]) -> str:
+        """What the ended job's tasks wrote (read once), or why it could not be read."""
+        try:
+            return view.outputs_html([results.task_outputs(task) for task in tasks])
+        except results.ResultUnavailable as error:
+            return view.outputs_html([], str(error))
 
     @staticmethod
     def _note(text: str, *, error: bool = False) -> str:

@@ -16,6 +16,7 @@ import type {
   IClusterList,
   IControllerStatus,
   IJobDetail,
+  IJobOutputs,
   IJobPage,
   IJobQuery,
   ILogPage
@@ -113,4 +114,24 @@ export function getClusters(): Promise<IClusterList> {
 /** Switch the server to a named cluster (`''`: the embedded controller); resolves to the new listing. */
 export function selectCluster(name: string): Promise<IClusterList> {
   return request<IClusterList>(['clusters'], { method: 'POST' }, { cluster: name });
+}
+
+/** What each task's current attempt wrote under `$IRIS_OUTPUT_DIR`. */
+export function getOutputs(jobId: string): Promise<IJobOutputs> {
+  return request<IJobOutputs>(jobPath(jobId, 'outputs'));
+}
+
+/** The URL of one output file (shown inline when it is an image or text, else downloaded). */
+export function outputFileUrl(jobId: string, taskIndex: number, name: string): string {
+  const settings = ServerConnection.makeSettings();
+  return URLExt.join(settings.baseUrl, 'fray', ...jobPath(jobId, 'outputs', String(taskIndex)), ...name.split('/').map(encodeURIComponent));
+}
+
+/** The text of one output file. */
+export async function getOutputText(jobId: string, taskIndex: number, name: string): Promise<string> {
+  const response = await ServerConnection.makeRequest(outputFileUrl(jobId, taskIndex, name), {}, ServerConnection.makeSettings());
+  if (!response.ok) {
+    throw new FrayApiError(`${response.status} ${response.statusText}`, response.status, 'http_error');
+  }
+  return response.text();
 }

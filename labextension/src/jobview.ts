@@ -5,11 +5,18 @@
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
+import { getOutputText, outputFileUrl } from './api';
 import { badge, button, el } from './dom';
-import { formatAgo, formatDuration, jobDuration, progressText, resourcesText } from './format';
+import { formatAgo, formatBytes, formatDuration, jobDuration, progressText, resourcesText } from './format';
 import { MAX_LOG_LINES } from './model';
 import type { IOpenJob, JobsModel } from './model';
-import type { IJob } from './types';
+import type { IJob, ITaskOutputs } from './types';
+
+/** Output files shown inline: images (as `<img>`, never as a page) up to 4 MiB, text up to 256 KiB. */
+const IMAGE = /\.(png|jpe?g|gif|webp|svg)$/i;
+const TEXT = /\.(txt|log|json|csv|tsv|md|ya?ml|py|out)$/i;
+const MAX_INLINE_IMAGE = 4 * 2 ** 20;
+const MAX_INLINE_TEXT = 256 * 2 ** 10;
 
 /** Ask before cancelling; resolves true when the user confirmed. */
 export async function confirmCancel(job: IJob): Promise<boolean> {
@@ -63,6 +70,8 @@ export class JobView {
           this._tasks
         ]
       }),
+      this._outputsHead,
+      this._outputs,
       el('h4', { text: 'Log' }),
       this._logNote,
       this._logs
@@ -100,6 +109,7 @@ export class JobView {
       this._rendered = 0;
       this._stick = true;
     }
+    this._renderOutputs(open, sameJob);
     this._appendLogs(open);
     this._logNote.textContent = open.logsTrimmed
       ? 'Older lines are not shown.'
@@ -108,6 +118,61 @@ export class JobView {
           ? 'The job wrote no output.'
           : 'No output yet.'
         : '';
+  }
+
+  /** The files each task wrote (once the job has ended): name and size; images and text inline. */
+  private _renderOutputs(open: IOpenJob, sameJob: boolean): void {
+    const key = open.outputs === null ? '' : JSON.stringify([open.outputs, open.outputsError]);
+    if (sameJob && key === this._outputsKey) {
+      return; // keep what the user opened
+    }
+    this._outputsKey = key;
+    const tasks = open.outputs ?? [];
+    this._outputsHead.hidden = this._outputs.hidden = open.outputs === null;
+    const rows: HTMLElement[] = [];
+    if (open.outputsError) {
+      rows.push(el('p', { className: 'fj-Muted fj-Wrap', text: open.outputsError }));
+    }
+    tasks.forEach((task, index) => rows.push(...this._taskOutputs(open.job.job_id, task, index, tasks.length)));
+    if (!rows.length) {
+      rows.push(el('p', { className: 'fj-Muted', text: 'The job wrote no files to $IRIS_OUTPUT_DIR.' }));
+    }
+    this._outputs.replaceChildren(...rows);
+  }
+
+  private _taskOutputs(jobId: string, task: ITaskOutputs, index: number, count: number): HTMLElement[] {
+    const files = task.files.filter(file => file.kind === 'file');
+    if (!files.length) {
+      return count > 1 && task.note ? [el('p', { className: 'fj-Muted', text: `Task ${index}: ${task.note}` })] : [];
+    }
+    const list = el('ul', { className: 'fj-Outputs', attrs: { 'data-task': String(index) } });
+    for (const file of files) {
+      const url = outputFileUrl(jobId, index, file.name);
+      const link = el('a', { text: file.name, attrs: { href: url, target: '_blank', rel: 'noopener noreferrer' } });
+      const item = el('li', {
+        className: 'fj-Output',
+        children: [link, el('span', { className: 'fj-Muted', text: ` ${formatBytes(file.size)}` })]
+      });
+      if (IMAGE.test(file.name) && file.size <= MAX_INLINE_IMAGE) {
+        item.append(el('img', { className: 'fj-OutputImage', attrs: { src: url, alt: file.name, loading: 'lazy' } }));
+      } else if (TEXT.test(file.name) && file.size <= MAX_INLINE_TEXT) {
+        const text = el('pre', { className: 'fj-OutputText' });
+        text.hidden = true;
+        const show = button('show', () => {
+          text.hidden = !text.hidden;
+          show.textContent = text.hidden ? 'show' : 'hide';
+          if (!text.hidden && !text.textContent) {
+            getOutputText(jobId, index, file.name).then(
+              content => (text.textContent = content),
+              error => (text.textContent = String(error))
+            );
+          }
+        }, { className: 'fj-Link', attrs: { 'aria-label': `Show ${file.name}` } });
+        item.append(' ', show, text);
+      }
+      list.append(item);
+    }
+    return count > 1 ? [el('p', { text: `Task ${index}` }), list] : [list];
   }
 
   private _renderFacts(job: IJob): void {
@@ -190,6 +255,9 @@ export class JobView {
   private _tasks: HTMLTableSectionElement;
   private _logs: HTMLPreElement;
   private _logNote: HTMLParagraphElement;
+  private _outputsHead = el('h4', { text: 'Outputs' });
+  private _outputs = el('div', { className: 'fj-OutputsView' });
+  private _outputsKey = '';
   private _jobId = '';
   private _rendered = 0;
   private _stick = true;

@@ -8,9 +8,9 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { FrayApiError, cancelJob, getJob, getLogs, getStatus, listJobs } from './api';
+import { FrayApiError, cancelJob, getJob, getLogs, getOutputs, getStatus, listJobs } from './api';
 import { fingerprint, JobWatcher } from './changes';
-import type { IControllerStatus, IJob, IJobPage, ILogLine, ITask } from './types';
+import type { IControllerStatus, IJob, IJobPage, ILogLine, ITask, ITaskOutputs } from './types';
 
 /** Lines of a followed log kept in the browser (older ones are dropped from the view). */
 export const MAX_LOG_LINES = 2000;
@@ -32,6 +32,22 @@ export interface IOpenJob {
   received: number;
   /** Lines were dropped because the log is longer than `MAX_LOG_LINES`. */
   logsTrimmed: boolean;
+  /** What each task wrote under `$IRIS_OUTPUT_DIR`, read once the job has ended (null before). */
+  outputs: ITaskOutputs[] | null;
+  /** Why the outputs could not be read ('' when they were). */
+  outputsError: string;
+}
+
+/** The outputs of a finished job (null while it runs), and why they could not be read. */
+async function outputsOf(job: IJob): Promise<[ITaskOutputs[] | null, string]> {
+  if (!job.terminal) {
+    return [null, ''];
+  }
+  try {
+    return [(await getOutputs(job.job_id)).tasks, ''];
+  } catch (error) {
+    return [[], error instanceof Error ? error.message : String(error)];
+  }
 }
 
 /** A page's lines in time order (tasks' lines interleaved), ties by cursor. */
@@ -133,7 +149,16 @@ export class JobsModel {
       const detail = await getJob(jobId);
       const logs = await getLogs(jobId, 0, { tail: true, maxLines: FIRST_LOG_LINES });
       const lines = chronological(logs.entries);
-      this.open = { ...detail, logs: lines, cursor: logs.cursor, received: lines.length, logsTrimmed: false };
+      const [outputs, outputsError] = await outputsOf(detail.job);
+      this.open = {
+        ...detail,
+        logs: lines,
+        cursor: logs.cursor,
+        received: lines.length,
+        logsTrimmed: false,
+        outputs,
+        outputsError
+      };
       this.actionError = null;
     } catch (error) {
       this._fail(error);
@@ -164,6 +189,7 @@ export class JobsModel {
     const id = open.job.job_id;
     const detail = await getJob(id);
     const page = await getLogs(id, open.cursor);
+    const [outputs, outputsError] = open.outputs === null ? await outputsOf(detail.job) : [open.outputs, open.outputsError];
     if (this.open?.job.job_id !== id) {
       return; // closed or switched meanwhile
     }
@@ -174,7 +200,9 @@ export class JobsModel {
       logs: trimmed ? logs.slice(logs.length - MAX_LOG_LINES) : logs,
       cursor: page.cursor,
       received: open.received + page.entries.length,
-      logsTrimmed: open.logsTrimmed || trimmed
+      logsTrimmed: open.logsTrimmed || trimmed,
+      outputs,
+      outputsError
     };
   }
 
@@ -194,7 +222,9 @@ export class JobsModel {
       this.actionError ?? '',
       this.status?.url ?? '',
       this.page ? `${this.page.total}\n${fingerprint(this.page.jobs)}` : '-',
-      open ? `${open.job.state}|${open.job.completed}|${open.cursor}|${open.tasks.map(t => t.state).join(',')}` : '-'
+      open
+        ? `${open.job.state}|${open.job.completed}|${open.cursor}|${open.tasks.map(t => t.state).join(',')}|${open.outputs?.length ?? '-'}`
+        : '-'
     ].join('\n#\n');
   }
 

@@ -187,3 +187,27 @@ def test_a_kernel_job_appears_and_ends_in_the_open_sidebar_at_once(
     ended_ms = seen["ended"] - status.finished_at.epoch_ms
     assert appeared_ms <= 1500, f"listed {appeared_ms} ms after it was submitted"
     assert ended_ms <= 1500, f"shown succeeded {ended_ms} ms after it ended"
+
+
+def test_the_open_job_lists_its_output_files_with_images_and_text_inline(
+        lab: Lab, page: Page, lab_client: FrayClient) -> None:  # noqa: F811
+    name = f"outputs-{uuid.uuid4().hex[:6]}"
+    script = ('mkdir -p "$IRIS_OUTPUT_DIR/plots"; echo "loss 0.25" > "$IRIS_OUTPUT_DIR/metrics.txt"; '
+              "echo \"<svg xmlns='http://www.w3.org/2000/svg' width='20' height='10'><rect width='20' height='10'/>"
+              "</svg>\" > \"$IRIS_OUTPUT_DIR/plots/loss.svg\"")
+    job = JobRequest(name=name, entrypoint=Entrypoint.from_binary("sh", ["-c", script]),
+                     resources=ResourceConfig(cpu=1, ram="256m", disk="1g"))
+    job_id = lab_client.submit(plan(job, user="alice"))
+    lab_client.wait(job_id, timeout=60)
+    page.goto(f"{lab.url}/lab?token={lab.token}")
+    show_sidebar(page)
+    row(page, job_id).click()
+    outputs = page.locator(".fj-JobView .fj-Output")
+    expect(outputs).to_have_count(2, timeout=20_000)
+    expect(outputs.nth(0)).to_contain_text("metrics.txt")
+    expect(outputs.nth(1)).to_contain_text("plots/loss.svg")
+    image = outputs.nth(1).locator("img")
+    expect(image).to_be_visible()
+    page.wait_for_function("img => img.complete && img.naturalWidth === 20", arg=image.element_handle())
+    outputs.nth(0).get_by_role("button", name="Show metrics.txt").click()
+    expect(outputs.nth(0).locator("pre")).to_have_text("loss 0.25\n")
