@@ -5,7 +5,9 @@ coscheduling diagram (the gangs Iris attempts), errors (why Iris will never plac
 styled), warnings (every silent change), constraints as Fray writes them and as sent,
 env vars with their source, copyable snippets, and the ``LaunchJobRequest`` (protobuf text or JSON)
 with its size, the lines changed since ``previous`` highlighted and the changed fields named.
-Every piece of job-provided text is HTML-escaped. Styling uses JupyterLab's theme variables.
+Every piece of job-provided text is HTML-escaped. Styling uses JupyterLab's theme variables, and
+undoes JupyterLab's rendered-HTML table look (right-aligned cells, striped rows) so ``%%fray
+--dry-run`` output looks as the picker's preview widget does.
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ STYLE: Final = """<style>
 .fray-stale-banner{font-weight:600;color:var(--jp-error-color1,#b71c1c);margin:4px 0}
 .fray-invalid input,.fray-invalid textarea,.fray-invalid select{border-color:var(--jp-error-color1,#d32f2f)!important}
 .fray-preview-area,.fray-preview-area .widget-html-content{min-width:0;max-width:100%}
+.jp-RenderedHTMLCommon .fray-preview table{margin:0;table-layout:auto;border:none;font-size:inherit;color:inherit}
+.jp-RenderedHTMLCommon .fray-preview tr,.jp-RenderedHTMLCommon .fray-preview td,.jp-RenderedHTMLCommon .fray-preview th{
+ text-align:left;vertical-align:top;padding:1px 10px 1px 0;line-height:inherit;white-space:normal;max-width:none;border:none}
+.jp-RenderedHTMLCommon .fray-preview thead,.jp-RenderedHTMLCommon .fray-preview tbody tr:nth-child(odd),
+.jp-RenderedHTMLCommon .fray-preview tbody tr:hover{background:transparent;border:none}
 </style>"""
 
 

@@ -57,3 +57,14 @@ def test_cancel_stops_a_long_job(lab: Lab, lab_controller: Path, page: Page) -> 
     expect(badge).to_have_text("KILLED", timeout=30_000)
     expect(panel.locator(".fray-status-failure")).to_contain_text("job /alice/ui-long KILLED")
     expect(panel.locator("button.fray-status-cancel")).to_be_disabled()
+
+
+def test_dry_run_output_is_styled_as_the_pickers_preview(lab: Lab, page: Page) -> None:
+    """JupyterLab right-aligns the cells of tables in HTML outputs; the preview's cells stay
+    left-aligned with its own padding, as in the picker's preview widget."""
+    cell = "%%fray --dry-run --name ui-dry -e WANDB_MODE offline\nprint('hi')"
+    notebook = run_cells(page, lab.open_url(lab.notebook("magic-dry.ipynb", LOAD, cell)), 2)
+    env_cell = notebook.locator(".jp-OutputArea-output .fray-preview table td").first
+    expect(env_cell).to_be_visible(timeout=60_000)
+    styles = env_cell.evaluate("cell => [getComputedStyle(cell).textAlign, getComputedStyle(cell).paddingRight]")
+    assert styles == ["left", "10px"]
