@@ -2,7 +2,8 @@
 
 Everything runs on one asyncio event loop (the one serving both transports), so no locks are
 needed: RPC handlers call ``submit`` / ``terminate`` / ``forget``; ``run`` schedules queued
-tasks whenever something changes (and every second, for scheduling timeouts); each attempt is
+tasks whenever something changes (a submit, an attempt's end) or a scheduling timeout falls
+due, and otherwise sleeps: an idle controller does no periodic work; each attempt is
 a coroutine (``runner.Attempt``) whose end feeds back into ``_attempt_ended``. State rules
 live in ``states``, placement in ``scheduler``, persistence in ``store``.
 
@@ -170,12 +171,13 @@ class Engine:
         return self.slots - len(self.running)
 
     async def run(self) -> None:
-        """Schedule whenever woken (or every second) and flush captured logs, until closed."""
+        """Schedule whenever woken or when the next scheduling deadline falls due (never on a
+        timer otherwise), and flush captured logs, until closed."""
         flusher = asyncio.ensure_future(self.logs.flush_periodically())
         try:
             while not self._closing:
                 try:
-                    await asyncio.wait_for(self._wake.wait(), 1.0)
+                    await asyncio.wait_for(self._wake.wait(), self._until_next_deadline())
                 except TimeoutError:
                     pass
                 self._wake.clear()
@@ -187,6 +189,16 @@ class Engine:
                         _LOG.exception("scheduling pass failed")
         finally:
             flusher.cancel()
+
+    def _until_next_deadline(self) -> float | None:
+        """Seconds until the earliest scheduling deadline of a queued job (None: none to wait
+        for), plus a millisecond so the deadline has passed when the pass runs; one second while
+        an attempt's end waits to be recorded again. Deadlines are only added by ``_enqueue``,
+        which sets ``_wake``, so a new one is always seen."""
+        due = [deadline for job_id, deadline in self._deadlines.items() if job_id in self.queue]
+        if not due or self._unrecorded:
+            return 1.0 if self._unrecorded else None
+        return max(0.0, (min(due) - now_ms() + 1) / 1000)
 
     @property
     def busy(self) -> bool:

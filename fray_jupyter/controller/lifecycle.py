@@ -65,17 +65,23 @@ class Activity:
         return counted
 
     async def watch(self, busy: Callable[[], bool], stop: asyncio.Event) -> None:
-        """Set ``stop`` once idle for ``timeout`` seconds (never with timeout 0)."""
+        """Set ``stop`` once idle for ``timeout`` seconds (never with timeout 0). While tasks
+        run it looks every second; while not busy it sleeps until the idle deadline. Work only
+        starts through an RPC (which touches) or at start-up (looked at before the first
+        sleep), so no busy spell can begin and end unseen during that sleep."""
         if self.timeout <= 0:
             return
         while not stop.is_set():
-            await asyncio.sleep(min(1.0, self.timeout / 4))
             if busy():
                 self.touch()
-            elif self.idle_s >= self.timeout:
+                await asyncio.sleep(min(1.0, self.timeout / 4))
+                continue
+            remaining = self.timeout - self.idle_s
+            if remaining <= 0:
                 _LOG.info("idle for %.0f s (no running or queued tasks, no requests): stopping", self.idle_s)
                 stop.set()
                 return
+            await asyncio.sleep(remaining)
 
     def figures(self) -> dict[str, float]:
         """Start time, uptime, idle time and timeout, for ``controller status``."""

@@ -1,7 +1,7 @@
 """Captured task output on its way to the store, in batches.
 
-Lines are kept in memory and written in one transaction every ``FLUSH_S`` seconds, when
-``FLUSH_LINES`` have piled up, or on demand (the engine flushes before recording an attempt's
+Lines are kept in memory and written in one transaction ``FLUSH_S`` seconds after the first
+unwritten line arrived (an idle controller never wakes for this), when ``FLUSH_LINES`` have piled up, or on demand (the engine flushes before recording an attempt's
 end, so a task's last lines are stored before its final state). A ``kill -9`` of the
 controller loses at most the last ``FLUSH_S`` of output.
 
@@ -30,6 +30,7 @@ class LogBuffer:
         self.max_lines = max_lines
         self._rows: list[tuple[str, int, int, int, str, str]] = []
         self._counts: dict[tuple[str, int], list[int]] = {}  # (job, task) → [kept, dropped]
+        self._waiting = asyncio.Event()  # set while unwritten lines wait for ``flush_periodically``
 
     def add(self, job_id: str, idx: int, attempt: int, source: str, line: str) -> None:
         """Keep one line, stamped now (or count it as dropped past the cap); flush when the
@@ -48,6 +49,8 @@ class LogBuffer:
                                f"… log cap of {self.max_lines} lines per task reached: later lines are dropped"))
         if len(self._rows) >= FLUSH_LINES:
             self.flush()
+        elif self._rows:
+            self._waiting.set()
 
     def finish(self, job_id: str, idx: int, attempt: int) -> None:
         """The attempt ended: add the ``… N lines truncated`` line if lines were dropped."""
@@ -55,6 +58,7 @@ class LogBuffer:
         if counts is not None and counts[1]:
             self._rows.append((job_id, idx, attempt, int(time.time() * 1000), "stderr",
                                f"… {counts[1]} lines truncated (log cap: {self.max_lines} lines per task)"))
+            self._waiting.set()
 
     def discard(self, job_id: str) -> None:
         """Drop the job's lines not yet written (its rows were just deleted)."""
@@ -68,7 +72,10 @@ class LogBuffer:
             self.store.append_logs(batch)
 
     async def flush_periodically(self) -> None:
-        """Flush every ``FLUSH_S`` until cancelled."""
+        """Until cancelled: sleep until a line waits, then flush ``FLUSH_S`` later (no timer
+        runs while nothing is captured)."""
         while True:
+            await self._waiting.wait()
             await asyncio.sleep(FLUSH_S)
+            self._waiting.clear()
             self.flush()

@@ -152,7 +152,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 class _Uvicorn(uvicorn.Server):
-    """uvicorn without its own signal handling: this module owns SIGTERM/SIGINT."""
+    """uvicorn without its own signal handling (this module owns SIGTERM/SIGINT) and without
+    its 10-per-second tick: ``main_loop`` sleeps until ``should_exit`` is set. The tick only
+    refreshed the ``Date`` header and checked for exit, so the app runs with
+    ``date_header=False`` (an idle controller must not wake up ten times a second)."""
+
+    @property
+    def should_exit(self) -> bool:
+        return self._exit_event().is_set()
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        if value:
+            self._exit_event().set()
+        else:
+            self._exit_event().clear()
+
+    def _exit_event(self) -> asyncio.Event:
+        event: asyncio.Event | None = self.__dict__.get("_exit")
+        if event is None:
+            event = self.__dict__["_exit"] = asyncio.Event()
+        return event
+
+    async def main_loop(self) -> None:
+        await self.on_tick(0)
+        await self._exit_event().wait()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -230,7 +254,7 @@ async def serve(args: argparse.Namespace) -> int:
 
     app = ConnectApp(invoke, auth, instance, admin={"status": status, "gc": collect}, feed=feed)
     config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
-                            timeout_keep_alive=75, loop="none", http="auto")
+                            timeout_keep_alive=75, loop="none", http="auto", date_header=False)
     http = _Uvicorn(config)
 
     stop = asyncio.Event()
