@@ -151,3 +151,18 @@ def test_the_profile_may_come_from_the_environment(tmp_path: Path) -> None:
         assert "cluster=cpu-only" in started.log()
     finally:
         stop_quietly(started)
+
+
+@pytest.mark.parametrize(("resources", "region"), [
+    (ResourceConfig.with_tpu("v5p-8"), "us-central1"),
+    (ResourceConfig.with_tpu("v6e-8"), "europe-west4"),
+    (ResourceConfig(), ""),  # the cpu group has no region
+])
+def test_a_task_stands_in_the_region_of_the_group_it_is_routed_to(resources: ResourceConfig, region: str) -> None:
+    """``IRIS_WORKER_REGION``'s value: the region of the first group the autoscaler routes the job to."""
+    from fray_jupyter import Entrypoint, JobRequest, plan
+    from fray_jupyter.cluster.profile import load_profile
+    from fray_jupyter.controller.cluster import Cluster
+
+    job = JobRequest(name="r", entrypoint=Entrypoint.from_binary("true"), resources=resources)
+    assert Cluster(load_profile()).placed_region(plan(job, user="a").request) == region

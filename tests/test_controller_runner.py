@@ -107,3 +107,30 @@ def test_task_environment(tmp_path: Path) -> None:
     assert env["IRIS_CONTROLLER_URL"] == env["IRIS_CONTROLLER_ADDRESS"] == "http://127.0.0.1:9"
     assert env["IRIS_WORKDIR"] == str(tmp_path) and env["PYTHONUNBUFFERED"] == "1"
     assert json.loads(env["IRIS_JOB_SETUP_SCRIPTS"]) == ["uv sync"] and env["IRIS_BUNDLE_ID"] == "bundle-1"
+
+
+def test_region_and_inherited_constraints_are_set_as_iris_sets_them(tmp_path: Path) -> None:
+    """``IRIS_WORKER_REGION`` is the placed group's region (unset without one); ``IRIS_JOB_CONSTRAINTS``
+    carries only the region/zone constraints (unset without any), and Iris's own ``get_job_info()``
+    reads both back."""
+    import contextvars
+
+    import pytest
+    from iris.cluster.client.job_info import get_job_info
+
+    region = J.Constraint(key="region", op=J.CONSTRAINT_OP_EQ, value=J.AttributeValue(string_value="us-central1"))
+    device = J.Constraint(key="device-type", op=J.CONSTRAINT_OP_EQ, value=J.AttributeValue(string_value="tpu"))
+    identity = TaskIdentity("/alice/train", 0, 0, "abc123", 1)
+    env = task_environment(identity, {}, [], J.ResourceSpecProto(), tmp_path, "http://127.0.0.1:9", "",
+                           constraints=[region, device], worker_region="us-central1")
+    assert env["IRIS_WORKER_REGION"] == "us-central1"
+    assert [c["key"] for c in json.loads(env["IRIS_JOB_CONSTRAINTS"])] == ["region"]
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        info = contextvars.copy_context().run(get_job_info)
+    assert info is not None and info.worker_region == "us-central1"
+    assert [c.key for c in info.constraints] == ["region"] and "us-central1" in str(info.constraints[0])
+    bare = task_environment(identity, {}, [], J.ResourceSpecProto(), tmp_path, "http://127.0.0.1:9", "",
+                            constraints=[device], worker_region="")
+    assert "IRIS_WORKER_REGION" not in bare and "IRIS_JOB_CONSTRAINTS" not in bare

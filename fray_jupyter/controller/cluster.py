@@ -24,7 +24,7 @@ from typing import Final
 
 from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.iris.placement import launch_refusal
+from fray_jupyter.iris.placement import launch_refusal, route
 from fray_jupyter.iris.placement_workers import Worker, pending_reason, slice_workers, warm_workers
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2, vm_pb2
 
@@ -52,6 +52,12 @@ class Cluster:
     def hold_reason(self, request: C.LaunchJobRequest) -> str | None:
         """Iris's pending reason for an accepted job that can never be placed; None when it can."""
         return pending_reason(request, self.profile)
+
+    def placed_region(self, request: C.LaunchJobRequest) -> str:
+        """The region of the group a task of ``request`` stands on: the first group the autoscaler would
+        route it to (``route``), "" when none or when that group has no region — ``IRIS_WORKER_REGION``."""
+        groups = route(request, self.profile).groups
+        return (groups[0].region or "") if groups else ""
 
     # -- capacity ------------------------------------------------------------------------------------
     def _group_status(self, group: ScaleGroup) -> vm_pb2.ScaleGroupStatus:

@@ -270,6 +270,8 @@ class Engine:
         env = task_environment(
             identity, request.environment.env_vars, request.environment.setup_scripts,
             request.resources, workdir, self.controller_url, request.bundle_id, self.passed_env,
+            constraints=request.constraints,
+            worker_region=self.cluster.placed_region(request) if self.cluster is not None else "",
         )
         env.update(setup.worker_environment(workdir, self.work_root.parent, env.get("PATH", ""),
                                             setup=bool(entrypoint.setup_commands)))

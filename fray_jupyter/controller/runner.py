@@ -42,6 +42,10 @@ with ``fray_jupyter.task_info()``):
 ``IRIS_BUNDLE_ID``          the job's ``bundle_id`` (empty without a bundle)
 ``IRIS_ADVERTISE_HOST``     ``127.0.0.1``: the host a task advertises its services on
 ``IRIS_BIND_HOST``          ``127.0.0.1``: where a task binds them (Iris: ``0.0.0.0``; this is one machine)
+``IRIS_WORKER_REGION``      the region of the scale group the task was placed on (``Cluster.placed_region``);
+                            unset when that group has none (Iris sets it from a non-empty ``region`` attribute)
+``IRIS_JOB_CONSTRAINTS``    JSON list of the job's ``region``/``zone`` constraints (proto-JSON, snake_case),
+                            which child jobs inherit; unset when the job has none (Iris's ``INHERITED_CONSTRAINT_KEYS``)
 ==========================  ===============================================================
 """
 
@@ -79,6 +83,8 @@ SYSTEM_PATH: Final[tuple[str, ...]] = ("/usr/local/sbin", "/usr/local/bin", "/us
 PASS_ENV_VAR: Final[str] = "FRAY_CONTROLLER_PASS_ENV"
 """Comma-separated names of controller variables tasks also get (as ``--pass-env``)."""
 OUTPUT_DIRNAME: Final[str] = ".iris-outputs"
+INHERITED_CONSTRAINT_KEYS: Final[frozenset[str]] = frozenset({"region", "zone"})
+"""Constraint keys a task passes on to child jobs in ``IRIS_JOB_CONSTRAINTS`` (Iris's set of the same name)."""
 """``$IRIS_OUTPUT_DIR`` inside the attempt's work dir (Iris's name on a process worker)."""
 _READ_CHUNK: Final[int] = 64 * 1024
 
@@ -139,9 +145,12 @@ def task_environment(
     controller_url: str,
     bundle_id: str,
     passed: Mapping[str, str] | None = None,
+    constraints: Sequence[job_pb2.Constraint] = (),
+    worker_region: str = "",
 ) -> dict[str, str]:
     """The environment of a task's processes (see the module docstring for the rule); ``passed``
-    holds the pass-through variables with their values."""
+    holds the pass-through variables with their values, ``constraints`` are the job's (only region and
+    zone ones are passed on), ``worker_region`` the region of the group the task was placed on."""
     env = base_environment(workdir)
     env.update(passed or {})
     env.update(request_env)
@@ -164,6 +173,12 @@ def task_environment(
         "IRIS_ADVERTISE_HOST": LOOPBACK,
         "IRIS_BIND_HOST": LOOPBACK,
     })
+    inherited = [c for c in constraints if c.key in INHERITED_CONSTRAINT_KEYS]
+    if inherited:
+        env["IRIS_JOB_CONSTRAINTS"] = json.dumps(
+            [json_format.MessageToDict(c, preserving_proto_field_name=True) for c in inherited])
+    if worker_region:
+        env["IRIS_WORKER_REGION"] = worker_region
     return env
 
 

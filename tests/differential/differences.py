@@ -26,11 +26,6 @@ _TPU_INIT = ("Kept: Iris tells JAX to use the TPU it placed the task on; the emb
              "with no TPU: its tasks would fail the same way if they imported JAX.)")
 
 ENV_ONLY_ON_TWIN: dict[str, str] = {
-    "IRIS_WORKER_REGION": "To close (controller/runner.py): the worker's region (empty on a group without one); "
-                          "get_job_info() reads it as worker_region.",
-    "IRIS_JOB_CONSTRAINTS": "To close (controller/runner.py): the job's region/zone constraints, which Iris "
-                            "passes on so a child job submitted from the task inherits them (get_job_info() "
-                            "parses it). Only jobs with a region or zone get it.",
     "PJRT_DEVICE": _TPU_INIT,
     "JAX_FORCE_TPU_INIT": _TPU_INIT,
     "UV_LINK_MODE": _CACHES,
