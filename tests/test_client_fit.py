@@ -88,6 +88,37 @@ def test_live_workers_decide_now_and_at_max() -> None:
     assert zone.verdict == "never" and "no groups in zone us-east5-b" in zone.reason
 
 
+@pytest.mark.parametrize(("rc", "fact", "with_profile"), [
+    (RC.with_tpu("v5p-8", zone="us-central1-a"), "tpu_v5p_8's zone", "after-scale-up"),
+    (RC.with_tpu("v5p-8", zone="us-central1-b"), "tpu_v5p_8's zone", "never"),
+    (RC.with_tpu("v5p-8", preemptible=False), "tpu_v5p_8's capacity type", "never"),
+    (RC.with_tpu("v5p-8", ram="2000g"), "tpu_v5p_8's per-VM cpu/ram/disk", "never"),
+    (RC(cpu=300, ram="8g"), "cpu's per-VM cpu/ram/disk", "never"),
+])
+def test_a_fact_the_wire_does_not_carry_never_decides(rc: RC, fact: str, with_profile: str) -> None:
+    """Without a profile, a group with no live worker has an unknown zone / capacity type / per-VM size:
+    the verdict is ``after-scale-up``, not confident, naming the fact (never ``never`` from missing data);
+    with the profile it is exact and confident."""
+    blind = fit_from(p(rc), STATUS, WORKERS)
+    assert blind.verdict == "after-scale-up" and not blind.confident and fact in blind.unknown
+    assert f"(unknown: this controller does not report {fact}" in blind.reason
+    exact = fit_from(p(rc), STATUS, WORKERS, PROFILE)
+    assert exact.verdict == with_profile and exact.confident
+
+
+def test_reported_facts_decide_confidently_without_a_profile() -> None:
+    """``never`` from facts on the wire (variant, region, gang size) and ``now`` from live workers are
+    confident; so is ``after-scale-up`` on a group whose live workers report what the job depends on."""
+    for rc in (RC.with_gpu("A100", count=8), RC.with_tpu("v5p-8", regions=["europe-west4"]),
+               RC.with_tpu("v4-32", slice_count=2)):
+        result = fit_from(p(rc), STATUS, WORKERS)
+        assert result.verdict == "never" and result.confident, result
+    now = fit_from(p(RC.with_gpu("H100", count=8, replicas=2)), STATUS, WORKERS)
+    assert now.verdict == "now" and now.confident
+    waiting = fit_from(p(RC.with_tpu("v5p-16")), *_live_cluster(busy=True, at_max=True))
+    assert waiting.verdict == "after-scale-up" and waiting.confident  # its live workers report every fact
+
+
 @pytest.fixture(scope="module")
 def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
     started = start_controller(tmp_path_factory.mktemp("fit"), "--slots", "4")
@@ -106,6 +137,18 @@ def test_fit_against_the_embedded_controller_is_cached(controller: ControllerPro
         assert fit(p(RC.with_tpu("v6e-8", regions=["europe-west4"])), client).verdict == "after-scale-up"
         assert calls == []  # the shape came from the cache
         assert fit(p(RC.with_tpu("v6e-8")), client, max_age=0).verdict == "after-scale-up" and calls == ["x"]
+
+
+def test_the_embedded_controller_reports_its_exact_profile(controller: ControllerProcess) -> None:
+    """``fit(plan, client)`` with no profile reads the one the embedded controller reports, so facts the
+    wire leaves out (a zone, a capacity type, per-VM sizes) give the exact verdict."""
+    CACHE.clear()
+    with FrayClient(controller.info.url, controller.info.token) as client:
+        assert client.cluster_profile() == PROFILE
+        for rc in (RC.with_tpu("v5p-8", zone="us-central1-a"), RC.with_tpu("v5p-8", zone="us-central1-b"),
+                   RC.with_tpu("v5p-8", preemptible=False), RC(cpu=300, ram="8g")):
+            reported = fit(p(rc), client, max_age=0)
+            assert reported == fit_from(p(rc), STATUS, WORKERS, PROFILE) and reported.confident
 
 
 def test_no_controller_is_a_fray_error() -> None:

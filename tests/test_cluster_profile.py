@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,13 @@ def test_marin_manifest_expands_through_iris() -> None:
     assert {(g.num_vms, g.capacity_type, g.region) for g in v4} == {
         (4, "preemptible", "us-central2"), (4, "reserved", "us-central2")}
     assert profile.by_priority[0].priority <= profile.by_priority[-1].priority
+
+
+def test_a_profile_survives_its_json_report() -> None:
+    """What the embedded controller reports (``profile_to_json``) reads back as the same profile."""
+    from fray_jupyter.cluster.profile import profile_from_json, profile_to_json
+
+    profile = load_profile()
+    assert profile_from_json(json.loads(json.dumps(profile_to_json(profile)))) == profile
+    with pytest.raises(ProfileError, match="wrong type"):
+        profile_from_json({"groups": [{**profile_to_json(profile)["groups"][0], "num_vms": "2"}]})

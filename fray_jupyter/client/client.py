@@ -40,6 +40,7 @@ from fray_jupyter.client.logs import (
     task_logs_request,
 )
 from fray_jupyter.client.transport import ConnectTransport, Transport, open_transport
+from fray_jupyter.cluster.profile import ClusterProfile, ProfileError, profile_from_json
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
@@ -60,6 +61,8 @@ SORT_FIELDS: Final[dict[str, Controller.JobSortField]] = {
 CHANGE_FEED_PATH: Final[str] = "/fray.jupyter.ChangeFeed/WaitForChanges"
 """The embedded controller's own long poll (``controller.changes.FEED_PATH``; the client does
 not import the controller)."""
+CLUSTER_PROFILE_PATH: Final[str] = "/fray.jupyter.ClusterProfile/GetClusterProfile"
+"""The embedded controller's own report of its cluster profile (``controller.connect_app.PROFILE_PATH``)."""
 POLL_FIRST: Final[float] = 0.05
 POLL_MAX: Final[float] = 2.0
 LOG_DRAIN_GRACE: Final[float] = 0.2
@@ -270,6 +273,18 @@ class FrayClient:
         """The controller's scale groups and their slices (``GetAutoscalerStatus``)."""
         return self._call("GetAutoscalerStatus", Controller.GetAutoscalerStatusRequest(),
                           Controller.GetAutoscalerStatusResponse)
+
+    def cluster_profile(self) -> ClusterProfile | None:
+        """The cluster profile the controller reports (the embedded controller's own
+        ``GetClusterProfile``), or None where there is none: a real Iris, an older embedded
+        controller, a gRPC URL, or an answer that is not a profile."""
+        if not isinstance(self._transport, ConnectTransport):
+            return None
+        try:
+            answer = self._transport.call_json(CLUSTER_PROFILE_PATH, {}, self.timeout)
+            return profile_from_json(answer)
+        except (FrayError, ProfileError, ValueError, AttributeError):
+            return None
 
     def workers(self) -> Controller.ListWorkersResponse:
         """Every worker the controller knows, with its metadata and attributes (``ListWorkers``)."""

@@ -10,10 +10,22 @@ Iris's placement rules (``iris.placement``) to them:
 * ``now``: idle healthy workers can take every task (a gang: enough of them on one ``group_by`` value);
 * ``after-scale-up``: a group can host it and is below its max (or will free a slice: the reason says).
 
-The wire leaves out a group's ``num_vms``, ``max_slices``, zone and capacity type: ``num_vms`` follows
-from a TPU variant's topology (else 1), zone and capacity type from a live worker's attributes, and
-an optional ``ClusterProfile`` (e.g. the one the embedded controller was started with) fills in the
-rest by group name. A capacity type nothing tells is assumed to be what the job asks for, and said so.
+The profile: ``fit(plan, client)`` with no ``profile`` uses the one the controller reports about
+itself (the embedded controller's own ``GetClusterProfile``; ``FrayClient.cluster_profile``), so
+against the embedded controller the verdict is always read with its exact profile. A real Iris
+reports none; then only the wire speaks, and it leaves out, for a group with no live worker, its
+zone, capacity type, per-VM cpu/ram/disk and (for a non-TPU group with no slice) its VMs per slice.
+
+The rule for a fact the wire does not carry (no profile, no live worker, no slice):
+
+* it takes the value most favourable to the job (the zone the job requires, the capacity type it
+  requires, unlimited cpu/ram/disk, VMs per slice = its gang size), so a missing fact never makes a
+  group refuse the job: ``never`` always rests on reported facts and is certain;
+* ``now`` rests on live idle workers, whose facts are reported: certain;
+* ``after-scale-up`` is certain when at least one candidate group has every fact the job depends on
+  (zone if it requires one, capacity type if it requires one, per-VM sizes if it asks for any, VMs
+  per slice if it is a gang); otherwise ``Fit.unknown`` names the missing facts, ``Fit.confident``
+  is False, and the reason ends "(unknown: this controller does not report <group>'s <fact>, …)".
 """
 
 from __future__ import annotations
@@ -87,6 +99,14 @@ class Fit:
     verdict: Verdict
     reason: str
     candidates: tuple[Candidate, ...] = ()
+    unknown: tuple[str, ...] = ()
+    """The facts the verdict rests on that the controller does not report (``"tpu_v5p_8's zone"``):
+    empty for a confident verdict, else the verdict is uncertain (only ever ``after-scale-up``)."""
+
+    @property
+    def confident(self) -> bool:
+        """Whether the verdict rests only on facts the controller reported (or the profile gave)."""
+        return not self.unknown
 
     @property
     def line(self) -> str:
@@ -106,35 +126,78 @@ def _capacity(preemptible: str | float | None) -> str:
     return {"true": "preemptible", "false": "on_demand"}.get(str(preemptible), "")
 
 
+@dataclass(frozen=True)
+class Wants:
+    """What a job needs of a group's facts the wire may not carry: the zone it requires (None: any),
+    the capacity type it requires (None: any), whether it asks for per-VM cpu/ram/disk, and its gang
+    size (0: not coscheduled)."""
+
+    zone: str | None
+    capacity_type: str | None
+    sized: bool
+    gang: int
+
+    @classmethod
+    def of(cls, request: LaunchJobRequest) -> Wants:
+        hard = [r for r in effective_rules(request) if not r.soft]
+        zone = next((str(r.values[0]) for r in hard if r.key == "zone" and r.op in ("EQ", "IN") and r.values), None)
+        capacity = next(("on_demand" if r.values == ("false",) else "preemptible" for r in hard
+                         if r.key == "preemptible" and r.op == "EQ"), None)
+        res = request.resources
+        gang = request.replicas if request.HasField("coscheduling") else 0
+        return cls(zone, capacity, bool(res.cpu_millicores or res.memory_bytes or res.disk_bytes), gang)
+
+
 def _shape(status: vm_pb2.ScaleGroupStatus, live: list[C.WorkerHealthStatus], known: ScaleGroup | None,
-           wanted: str) -> ScaleGroup:
-    """A group as the wire (plus ``known``, a profile's entry) describes it; ``wanted`` fills an
-    unknown capacity type."""
+           wants: Wants) -> tuple[ScaleGroup, tuple[str, ...]]:
+    """A group as the wire (plus ``known``, a profile's entry) describes it, and the facts the job
+    depends on that neither tells (``UNKNOWN_FACTS``' names). An unknown fact takes the value most
+    favourable to the job, so it can never make the group refuse the job."""
     attrs = {k: _value(v) for k, v in live[0].metadata.attributes.items()} if live else {}
     topology = TPU_TOPOLOGY_BY_NAME.get(status.device_variant)
     meta = live[0].metadata if live else None
     chips = (meta.device.tpu.count or meta.device.gpu.count) if meta is not None else 0
-    zone = attrs.get("zone")
-    return ScaleGroup(
-        name=status.name,
-        num_vms=known.num_vms if known else topology.vm_count if topology else 1,
+    vm_zones = [vm.zone for piece in status.slices for vm in piece.vms if vm.zone]
+    slice_vms = max((len(piece.vms) for piece in status.slices), default=0)
+    unknown: list[str] = []
+    if known is not None:
+        zone, capacity = known.zone, known.capacity_type
+        num_vms, cpu, memory, disk = known.num_vms, known.cpu_millicores, known.memory_bytes, known.disk_bytes
+    else:
+        if live:
+            zone = str(attrs["zone"]) if "zone" in attrs else None
+        elif vm_zones:
+            zone = vm_zones[0]
+        else:
+            zone = wants.zone
+            unknown += ["zone"] if wants.zone is not None else []
+        capacity = _capacity(attrs.get("preemptible"))
+        if not capacity:
+            capacity = wants.capacity_type or "preemptible"
+            unknown += ["capacity type"] if wants.capacity_type is not None else []
+        if meta is not None:
+            cpu, memory, disk = meta.cpu_count * 1000, meta.memory_bytes, meta.disk_bytes
+        else:
+            cpu = memory = disk = 0  # 0: unlimited, as in Iris
+            unknown += ["per-VM cpu/ram/disk"] if wants.sized else []
+        if topology is not None:
+            num_vms = topology.vm_count
+        elif slice_vms:
+            num_vms = slice_vms
+        else:
+            num_vms = wants.gang or 1
+            unknown += ["VMs per slice"] if wants.gang else []
+    group = ScaleGroup(
+        name=status.name, num_vms=num_vms,
         max_slices=known.max_slices if known else max(1, sum(status.slice_state_counts.values()))
         if status.availability_status == "at_max_slices" else 1 << 20,
         buffer_slices=0, priority=known.priority if known else 100,
-        cpu_millicores=known.cpu_millicores if known else (meta.cpu_count * 1000 if meta else 0),
-        memory_bytes=known.memory_bytes if known else (meta.memory_bytes if meta else 0),
-        disk_bytes=known.disk_bytes if known else (meta.disk_bytes if meta else 0),
+        cpu_millicores=cpu, memory_bytes=memory, disk_bytes=disk,
         device_type=status.device_type or "cpu", device_variant=status.device_variant,
         device_count=known.device_count if known else chips or (topology.chips_per_vm if topology else 0),
-        capacity_type=known.capacity_type if known else _capacity(attrs.get("preemptible")) or wanted,
-        region=status.region or (known.region if known else None),
-        zone=str(zone) if zone is not None else (known.zone if known else None),
+        capacity_type=capacity, region=status.region or (known.region if known else None), zone=zone,
     )
-
-
-def _wanted_capacity(request: LaunchJobRequest) -> str:
-    rule = next((r for r in effective_rules(request) if r.key == "preemptible" and not r.soft), None)
-    return "on_demand" if rule is not None and rule.values == ("false",) else "preemptible"
+    return group, tuple(unknown)
 
 
 def _idle_workers(workers: Iterable[C.WorkerHealthStatus], groups: dict[str, ScaleGroup]) -> list[Worker]:
@@ -153,13 +216,15 @@ def fit_from(plan: PlanLike, autoscaler: C.GetAutoscalerStatusResponse, workers:
     request = plan.request
     if error := gang_error(request):
         return Fit("never", error)
-    wanted = _wanted_capacity(request)
+    wants = Wants.of(request)
     by_group: dict[str, list[C.WorkerHealthStatus]] = {}
     for worker in workers.workers:
         by_group.setdefault(worker.scale_group, []).append(worker)
     statuses = {g.name: g for g in autoscaler.status.groups}
-    groups = [_shape(s, by_group.get(s.name, []), profile.group(s.name) if profile else None, wanted)
-              for s in autoscaler.status.groups]
+    shaped = {s.name: _shape(s, by_group.get(s.name, []), profile.group(s.name) if profile else None, wants)
+              for s in autoscaler.status.groups}
+    groups = [group for group, _ in shaped.values()]
+    unknowns = {name: missing for name, (_, missing) in shaped.items()}
     shape = ClusterProfile(profile.name if profile else "cluster", tuple(groups))
     if not groups:
         return Fit("never", "the controller reports no scale groups (no autoscaler)")
@@ -167,7 +232,6 @@ def fit_from(plan: PlanLike, autoscaler: C.GetAutoscalerStatusResponse, workers:
         return Fit("never", refusal.message)
     idle = _idle_workers(workers.workers, {g.name: g for g in groups})
     routed = route(request, shape)
-
     told = {name for name, live in by_group.items() if live} | {g.name for g in (profile.groups if profile else ())}
 
     def candidate(group: ScaleGroup) -> Candidate:
@@ -189,10 +253,15 @@ def fit_from(plan: PlanLike, autoscaler: C.GetAutoscalerStatusResponse, workers:
     open_groups = [c for c in candidates if c.availability in ACCEPTING]
     reason = (f"{open_groups[0].name} can scale up a slice for it" if open_groups
               else "every group that can host it is at max_slices; it waits for a slice to free")
-    if any(r.key == "preemptible" and not r.soft for r in effective_rules(request)) and not all(
-            c.capacity_type for c in candidates):
-        reason += f" (if its capacity type is {wanted.replace('_', '-')}: the controller does not say)"
+    if all(unknowns[c.name] for c in candidates):
+        unknown = tuple(f"{c.name}'s {fact}" for c in candidates for fact in unknowns[c.name])
+        return Fit("after-scale-up", f"{reason} (unknown: this controller does not report {_listed(unknown)})",
+                   candidates, unknown)
     return Fit("after-scale-up", reason, candidates)
+
+
+def _listed(items: tuple[str, ...]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
 def _independent_room(request: LaunchJobRequest, idle: list[Worker]) -> int:
@@ -203,24 +272,27 @@ def _independent_room(request: LaunchJobRequest, idle: list[Worker]) -> int:
 
 
 class _Cache:
-    """Per controller URL, the two responses and the verdicts computed from them, at most
-    ``CACHE_SECONDS`` old."""
+    """Per controller URL, the two responses, the profile it reports (None: none) and the verdicts
+    computed from them, at most ``CACHE_SECONDS`` old."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._shapes: dict[str, tuple[float, C.GetAutoscalerStatusResponse, C.ListWorkersResponse]] = {}
+        self._shapes: dict[str, tuple[float, C.GetAutoscalerStatusResponse, C.ListWorkersResponse,
+                                      ClusterProfile | None]] = {}
         self.verdicts: dict[tuple[str, bytes, str], tuple[float, Fit]] = {}
 
-    def get(self, source: ShapeSource, max_age: float) -> tuple[C.GetAutoscalerStatusResponse, C.ListWorkersResponse]:
+    def get(self, source: ShapeSource, max_age: float
+            ) -> tuple[C.GetAutoscalerStatusResponse, C.ListWorkersResponse, ClusterProfile | None]:
         now = time.monotonic()
         with self._lock:
             cached = self._shapes.get(source.url)
         if cached is not None and now - cached[0] < max_age:
-            return cached[1], cached[2]
+            return cached[1], cached[2], cached[3]
+        reported = reported_profile(source)
         autoscaler, workers = source.autoscaler_status(), source.workers()
         with self._lock:
-            self._shapes[source.url] = (now, autoscaler, workers)
-        return autoscaler, workers
+            self._shapes[source.url] = (now, autoscaler, workers, reported)
+        return autoscaler, workers, reported
 
     def clear(self) -> None:
         with self._lock:
@@ -231,18 +303,27 @@ class _Cache:
 CACHE: Final[_Cache] = _Cache()
 
 
+def reported_profile(source: ShapeSource) -> ClusterProfile | None:
+    """The profile ``source``'s controller reports about itself (``FrayClient.cluster_profile``: the
+    embedded controller does, a real Iris does not), or None."""
+    ask = getattr(source, "cluster_profile", None)
+    answer = ask() if callable(ask) else None
+    return answer if isinstance(answer, ClusterProfile) else None
+
+
 def fit(plan: PlanLike, client: ShapeSource, *, profile: ClusterProfile | None = None,
         max_age: float = CACHE_SECONDS) -> Fit:
-    """Whether ``plan`` fits the cluster behind ``client`` now, after a scale-up, or never. The
-    controller's shape is fetched at most once per ``max_age`` seconds; a ``FrayError`` from the two
-    reads (no controller, UNIMPLEMENTED on an old one) propagates."""
+    """Whether ``plan`` fits the cluster behind ``client`` now, after a scale-up, or never, read with
+    ``profile`` — or, without one, the profile the controller reports, if it does. The controller's
+    shape is fetched at most once per ``max_age`` seconds; a ``FrayError`` from the two wire reads
+    (no controller, UNIMPLEMENTED on an old one) propagates."""
     request = plan.request
     key = (client.url, request.SerializeToString(deterministic=True), profile.name if profile else "")
     cached = CACHE.verdicts.get(key)
     if cached is not None and time.monotonic() - cached[0] < max_age:
         return cached[1]
-    autoscaler, workers = CACHE.get(client, max_age)
-    verdict = fit_from(plan, autoscaler, workers, profile)
+    autoscaler, workers, reported = CACHE.get(client, max_age)
+    verdict = fit_from(plan, autoscaler, workers, profile or reported)
     if len(CACHE.verdicts) >= MAX_VERDICTS:
         CACHE.verdicts.clear()
     CACHE.verdicts[key] = (time.monotonic(), verdict)

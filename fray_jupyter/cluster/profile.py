@@ -272,3 +272,30 @@ def load_profile(name: str | Path | None = None) -> ClusterProfile:
         return _via_iris(path, label)
     profile = profile_from_mapping(data, source=str(path))
     return ClusterProfile(DEFAULT_NAME if path == BUILT_IN else profile.name, profile.groups, profile.source)
+
+
+_GROUP_FIELDS: Final[tuple[str, ...]] = tuple(f for f in ScaleGroup.__dataclass_fields__ if f != "attributes")
+
+
+def profile_to_json(profile: ClusterProfile) -> dict[str, Any]:
+    """The profile as a JSON object (what the embedded controller's ``GetClusterProfile`` answers):
+    ``{"name", "source", "groups": [{<every ScaleGroup field>, "attributes": {…}}]}``."""
+    groups = [{**{f: getattr(g, f) for f in _GROUP_FIELDS}, "attributes": dict(g.attributes)} for g in profile.groups]
+    return {"name": profile.name, "source": profile.source, "groups": groups}
+
+
+def profile_from_json(data: Mapping[str, Any]) -> ClusterProfile:
+    """``profile_to_json``'s inverse; ``ProfileError`` naming the group when a field is missing or mistyped."""
+    groups = []
+    for raw in data.get("groups") or ():
+        try:
+            values = {f: raw[f] for f in _GROUP_FIELDS if f in raw}
+            group = ScaleGroup(**values, attributes=MappingProxyType(dict(raw.get("attributes") or {})))
+        except (TypeError, KeyError) as error:
+            raise ProfileError(f"cluster profile group {raw!r:.80}: {error}") from None
+        if not isinstance(group.name, str) or not all(isinstance(getattr(group, f), int) for f in (
+                "num_vms", "max_slices", "buffer_slices", "priority", "cpu_millicores", "memory_bytes", "disk_bytes",
+                "device_count")):
+            raise ProfileError(f"cluster profile group {group.name!r}: a field has the wrong type")
+        groups.append(group)
+    return ClusterProfile(str(data.get("name", "cluster")), tuple(groups), str(data.get("source", "")))

@@ -47,6 +47,10 @@ from fray_jupyter.controller.rpc import (
 )
 
 MAX_REQUEST_BYTES: Final[int] = 32 * 1024 * 1024
+PROFILE_PATH: Final[str] = "/fray.jupyter.ClusterProfile/GetClusterProfile"
+"""fray-jupyter's own method (not Iris's ``ControllerService``): the controller's cluster profile as
+JSON (``cluster.profile.profile_to_json``), so ``fit()`` applies the exact profile, not what the wire
+tells (which leaves out zones, per-VM sizes and capacity types of groups without live workers)."""
 _CODECS: Final[dict[str, str]] = {"application/proto": "proto", "application/json": "json"}
 
 Scope = MutableMapping[str, Any]
@@ -70,12 +74,14 @@ class ConnectApp:
     ``/fray/admin/<verb>`` handlers."""
 
     def __init__(self, invoke: Invoke, auth: Authenticator | str, instance: str = "",
-                 admin: Mapping[str, AdminVerb] | None = None, feed: ChangeFeed | None = None) -> None:
+                 admin: Mapping[str, AdminVerb] | None = None, feed: ChangeFeed | None = None,
+                 profile: Mapping[str, Any] | None = None) -> None:
         self.invoke = invoke
         self.auth = auth if isinstance(auth, Authenticator) else Authenticator(auth)
         self.health = json.dumps({"status": "ok", "instance": instance}).encode()
         self.admin = dict(admin or {})
         self.feed = feed
+        self.profile = None if profile is None else json.dumps(profile).encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -111,6 +117,11 @@ class ConnectApp:
             return 200, "application/json", json.dumps(await handler()).encode()
         if path == FEED_PATH and self.feed is not None:
             return await self._wait_for_changes(self.feed, scope, receive)
+        if path == PROFILE_PATH and self.profile is not None:
+            self._authenticate(scope)
+            if verb != "POST":
+                raise RpcError(Code.UNIMPLEMENTED, f"{verb} is not supported; use POST")
+            return 200, "application/json", self.profile
         method = METHODS_BY_PATH.get(path)
         if method is None:
             raise unimplemented(path)

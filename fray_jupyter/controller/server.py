@@ -45,7 +45,7 @@ from typing import IO, Any, Final
 
 import uvicorn
 
-from fray_jupyter.cluster.profile import ProfileError, load_profile
+from fray_jupyter.cluster.profile import ProfileError, load_profile, profile_to_json
 from fray_jupyter.controller.changes import ChangeFeed
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.connect_app import ConnectApp
@@ -252,7 +252,8 @@ async def serve(args: argparse.Namespace) -> int:
     async def collect() -> dict[str, Any]:
         return asdict(await retention.collect())
 
-    app = ConnectApp(invoke, auth, instance, admin={"status": status, "gc": collect}, feed=feed)
+    app = ConnectApp(invoke, auth, instance, admin={"status": status, "gc": collect}, feed=feed,
+                     profile=profile_to_json(cluster.profile))
     config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
                             timeout_keep_alive=75, loop="none", http="auto", date_header=False)
     http = _Uvicorn(config)

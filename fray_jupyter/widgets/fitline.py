@@ -34,7 +34,7 @@ def offered(client: FrayClient, kind: str = "") -> tuple[set[str], set[str]]:
     offer, variants lowercase (cached with fit's shape)."""
     from fray_jupyter.client.fit import CACHE, CACHE_SECONDS
 
-    status, _ = CACHE.get(client, CACHE_SECONDS)
+    status, _, _ = CACHE.get(client, CACHE_SECONDS)
     groups = status.status.groups
     variants = {g.device_variant.lower() for g in groups if g.device_variant and g.device_type in (kind or g.device_type)}
     return variants, {g.region for g in groups if g.region}
