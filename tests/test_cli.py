@@ -57,7 +57,7 @@ def test_check_against_the_embedded_controller(tmp_path: Path) -> None:
         ok = _run("plan", "--tpu", "v5p-16", "--check", env=env)
         assert ok.returncode == 0, ok.stderr
         assert "\nfit: after-scale-up — tpu_v5p_16 can scale up a slice for it\n" in ok.stdout
-        assert "  tpu_v5p_16 (us-central1, capacity type unknown, 0/? slices ready)" in ok.stdout
+        assert "  tpu_v5p_16 (us-central1, preemptible, 0/2 slices ready)" in ok.stdout  # its reported profile
         never = _run("plan", "--gpu", "A100x8", "--check", "--json", env=env)
         assert never.returncode == 3
         fit = json.loads(never.stdout)["fit"]

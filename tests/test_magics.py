@@ -111,7 +111,7 @@ def test_dry_run_shows_exactly_the_pickers_preview_and_sends_nothing(ip: Interac
     (output,) = captured.outputs
     html = output.data["text/html"]
     same = plan(picker.job(Entrypoint.from_cell(body)), user=USER)
-    fit_line = "fit: after-scale-up — tpu_v5p_8 can scale up a slice for it · tpu_v5p_8 (us-central1, capacity type unknown, 0/? slices ready)"
+    fit_line = "fit: after-scale-up — tpu_v5p_8 can scale up a slice for it · tpu_v5p_8 (us-central1, preemptible, 0/2 slices ready)"
     assert html == render_preview_html(same, fit=fit_line)  # with its style sheet: a dry run's output stands alone
     assert fit_line in output.data["text/plain"]
     assert isinstance(ip.user_ns["planned"], Plan) and ip.user_ns["planned"].request == same.request

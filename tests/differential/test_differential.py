@@ -10,9 +10,13 @@ compared on
   ``plan().groups``;
 * the names of the task environment's variables, modulo ``differences.ENV_ONLY_ON_TWIN`` /
   ``ENV_ONLY_ON_EMBEDDED``;
-* ``fit()`` before submitting: ``never`` exactly for the jobs the twin refuses or leaves pending, and the
-  same verdict (now / after-scale-up / never) from the embedded controller's capacity answers as from
-  the twin's.
+* ``fit()`` before submitting, read with the profile both run: ``never`` exactly for the jobs the twin
+  refuses or leaves pending, and the same verdict (now / after-scale-up / never) from the embedded
+  controller's capacity answers as from the twin's;
+* ``fit()`` with no profile passed, as ``plan --check``, the picker and ``%%fray --dry-run`` call it: the
+  embedded controller reports its profile, so its verdict is the exact one; the twin (a genuine Iris)
+  reports none, so its verdict rests on the wire alone and must never be wrong while confident (an
+  uncertain one is ``after-scale-up`` naming what the controller does not report).
 
 Every difference found must be listed in ``differences.py`` with its explanation, and every listed
 difference must still occur: the file is the complete, current account.
@@ -37,6 +41,7 @@ from tests.differential.corpus import CORPUS, ENV_COMMAND, Case
 from tests.differential.differences import (
     CASE_DIFFERENCES,
     CONSTRAINTS_TAIL,
+    CPU_ONLY,
     ENV_ONLY_ON_EMBEDDED,
     ENV_ONLY_ON_TWIN,
 )
@@ -101,19 +106,36 @@ def run_corpus(client: FrayClient, plans: dict[str, Plan]) -> dict[str, Side]:
     return sides
 
 
+@dataclass(frozen=True)
+class Fits:
+    """One corpus job's ``fit()`` verdicts, read before anything is submitted."""
+
+    twin: Fit  # with the profile both run
+    embedded: Fit  # with the profile both run
+    twin_reported: Fit  # no profile passed: the genuine Iris reports none, so the wire alone
+    embedded_reported: Fit  # no profile passed: the embedded controller reports its own
+
+
 @pytest.fixture(scope="module")
-def fits(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Fit, Fit]]:
-    """``fit()`` of every corpus job against each controller with the profile both run, both at rest (only
-    warm slices up), read before anything is submitted."""
+def fits(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Fits]:
+    """``fit()`` of every corpus job against each controller, with the profile both run and with none
+    passed, both controllers at rest (only warm slices up)."""
     workspace = tmp_path_factory.mktemp("fit-workspace")
     plans = {case.name: plan_of(case, workspace) for case in CORPUS}
-    profile = load_profile()  # what both were started with: the wire alone lacks per-VM sizes, zones, capacity
-    return {name: (fit(p, twin, profile=profile, max_age=0), fit(p, embedded, profile=profile, max_age=0))
+    profile = load_profile()  # what both were started with
+    return {name: Fits(fit(p, twin, profile=profile, max_age=0), fit(p, embedded, profile=profile, max_age=0),
+                       fit(p, twin, max_age=0), fit(p, embedded, max_age=0))
             for name, p in plans.items()}
 
 
+def fit_is_right(verdict: Fit, twin: Side) -> bool:
+    """Whether ``verdict`` says what happened on the twin: ``never`` exactly when it refused the job or
+    left it pending for ever."""
+    return (verdict.verdict == "never") == (twin.verdict in ("refused", "pending"))
+
+
 @pytest.fixture(scope="module")
-def results(twin: FrayClient, embedded: FrayClient, fits: dict[str, tuple[Fit, Fit]],
+def results(twin: FrayClient, embedded: FrayClient, fits: dict[str, Fits],
             tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Plan, Side, Side]]:
     del fits  # read first: fit() must see both controllers at rest
     workspace = tmp_path_factory.mktemp("workspace")
@@ -172,13 +194,34 @@ def test_embedded_controller_does_what_iris_does(results: dict[str, tuple[Plan, 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[case.name for case in CORPUS])
 def test_fit_agrees_with_what_happened_on_the_twin(results: dict[str, tuple[Plan, Side, Side]],
-                                                   fits: dict[str, tuple[Fit, Fit]], case: Case) -> None:
-    """``never`` exactly for the jobs the twin refused or left pending for ever; and ``fit()`` reads the same
-    verdict from the embedded controller's capacity answers as from the twin's."""
+                                                   fits: dict[str, Fits], case: Case) -> None:
+    """With the profile: ``never`` exactly for the jobs the twin refused or left pending for ever, and the
+    same verdict from the embedded controller's capacity answers as from the twin's. With none passed:
+    the embedded controller's own report gives that exact verdict; the twin's wire alone gives either the
+    right verdict or an uncertain ``after-scale-up`` — never a wrong confident one."""
     _, twin, _ = results[case.name]
-    on_twin, on_embedded = fits[case.name]
-    assert (on_twin.verdict == "never") == (twin.verdict in ("refused", "pending")), (on_twin, twin)
-    assert on_twin.verdict == on_embedded.verdict, (on_twin, on_embedded)
+    found = fits[case.name]
+    assert fit_is_right(found.twin, twin) and found.twin.confident, (found.twin, twin)
+    assert found.twin.verdict == found.embedded.verdict, (found.twin, found.embedded)
+    assert found.embedded_reported == found.embedded, (found.embedded_reported, found.embedded)
+    wire = found.twin_reported
+    assert fit_is_right(wire, twin) or (not wire.confident and wire.verdict == "after-scale-up"), (wire, twin)
+
+
+def test_fit_agreement_figures(results: dict[str, tuple[Plan, Side, Side]], fits: dict[str, Fits]) -> None:
+    """The figures over the corpus (printed with ``-s``): right / uncertain / wrong-and-confident, per way
+    of reading the cluster; 0 wrong confident verdicts in every way."""
+    ways = {"with the profile (twin)": lambda f: f.twin, "embedded, its own report": lambda f: f.embedded_reported,
+            "genuine Iris, the wire alone": lambda f: f.twin_reported}
+    lines = []
+    for way, pick in ways.items():
+        chosen = [(pick(fits[name]), results[name][1]) for name in fits]
+        right = sum(fit_is_right(v, t) for v, t in chosen)
+        uncertain = sum(not v.confident for v, _ in chosen)
+        wrong = [v for v, t in chosen if v.confident and not fit_is_right(v, t)]
+        lines.append(f"fit {way}: {right}/{len(chosen)} right, {uncertain} uncertain, {len(wrong)} wrong and confident")
+        assert not wrong, (way, wrong)
+    print("\n" + "\n".join(lines))
 
 
 def test_task_environments_name_the_same_variables(results: dict[str, tuple[Plan, Side, Side]]) -> None:
@@ -199,6 +242,8 @@ def test_task_environments_name_the_same_variables(results: dict[str, tuple[Plan
     unexplained.update({f"only the embedded controller sets {k}": sorted(v)[:3]
                         for k, v in seen_embedded.items() if k not in ENV_ONLY_ON_EMBEDDED})
     assert not unexplained, "\n".join(f"{k} (e.g. {v})" for k, v in sorted(unexplained.items()))
+    accelerated = {k: [n for n in names if results[n][0].chips_per_task] for k, names in seen_twin.items() if k in CPU_ONLY}
+    assert not any(accelerated.values()), f"differs for accelerator jobs, listed for CPU jobs only: {accelerated}"
     assert set(ENV_ONLY_ON_TWIN) == set(seen_twin) and set(ENV_ONLY_ON_EMBEDDED) == set(seen_embedded), (
         "differences.py lists variables that no longer differ")
 
