@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Final
 
-from fray_jupyter.client.results import TaskOutputs
+from fray_jupyter.iris.outputs import OutputFile
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import is_job_finished, job_state_name, task_label, task_state_name
 from fray_jupyter.views.format import size
@@ -147,12 +147,13 @@ def tasks_html(tasks: Sequence[J.TaskStatus]) -> str:
             f'<th>exit</th><th>worker</th><th></th></tr>{"".join(rows)}</table>')
 
 
-def outputs_html(outputs: Sequence[TaskOutputs], error: str = "") -> str:
-    """The files each task wrote under ``$IRIS_OUTPUT_DIR``: path and size (read them with the job
-    handle's ``outputs()``); "" when no task wrote any and nothing went wrong."""
+def outputs_html(outputs: Sequence[Sequence[OutputFile]], error: str = "") -> str:
+    """The files each task wrote under ``$IRIS_OUTPUT_DIR`` (``outputs``: each task's archive
+    entries, in task order): path and size (read them with the job handle's ``outputs()``); ""
+    when no task wrote any and nothing went wrong."""
     rows = [f'<div class="fray-status fray-dim">{escape(error)}</div>'] if error else []
-    for index, task in enumerate(outputs):
-        files = [f for f in task.files if f.kind == "file"]
+    for index, entries in enumerate(outputs):
+        files = [f for f in entries if f.kind == "file"]
         if files:
             label = f"task {index}: " if len(outputs) > 1 else ""
             listed = ", ".join(f"{escape(f.name)} ({escape(size(f.size))})" for f in files)

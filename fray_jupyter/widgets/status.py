@@ -244,7 +244,7 @@ class JobStatusPanel(widgets.VBox):
     def _outputs_html(tasks: tuple[job_pb2.TaskStatus, ...]) -> str:
         """What the ended job's tasks wrote (read once), or why it could not be read."""
         try:
-            return view.outputs_html([results.task_outputs(task) for task in tasks])
+            return view.outputs_html([results.task_outputs(task).files for task in tasks])
         except results.ResultUnavailable as error:
             return view.outputs_html([], str(error))
 

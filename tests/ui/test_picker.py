@@ -33,8 +33,15 @@ def test_changing_type_and_slices_updates_the_preview(lab: Lab, page: Page, app:
     slices.fill("3")
     slices.press("Enter")
     expect(replicas).to_have_text("12")
-    expect(preview.locator("svg.fray-diagram .fray-group")).to_have_count(3)
-    expect(preview.locator("svg.fray-diagram .fray-task")).to_have_count(12)
+    # As Iris places it, a coscheduled job is ONE gang: 3 slices of v5p-32 make one 12-task gang,
+    # which no 4-VM slice holds (views/diagram.py); the row shows tasks 0-3, "… 7 more", task 11.
+    diagram = preview.locator("svg.fray-diagram")
+    expect(diagram).to_have_attribute("data-groups", "1")
+    expect(diagram).to_have_attribute("data-replicas", "12")
+    expect(diagram.locator(".fray-group")).to_have_count(1)
+    expect(diagram.locator(".fray-group")).to_contain_text("never placed by Iris")
+    expect(diagram.locator(".fray-task")).to_have_count(5)
+    expect(diagram.locator(".fray-more")).to_have_text("… 7 more")
     expect(preview.locator("pre.fray-request")).to_contain_text("replicas: 12")
     expect(preview.locator("pre.fray-request mark", has_text="replicas: 12")).to_have_count(1)
     expect(preview.locator(".fray-magic")).to_have_text("%%fray --tpu v5p-32 --slices 3 --name job")
