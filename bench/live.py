@@ -116,7 +116,8 @@ def _open_tabs(browser: Any, lab: Lab, sidebar: bool) -> list[Any]:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         if not sidebar:
             page.route("**/fray/**", lambda route: route.abort())
-        page.goto(f"{lab.url}/lab/workspaces/live-bench-{index}?token={lab.token}")
+        workspace = f"live-bench-{index}" if sidebar else f"live-bench-baseline-{index}"
+        page.goto(f"{lab.url}/lab/workspaces/{workspace}?token={lab.token}")
         page.wait_for_function("() => window.jupyterapp?.restored")
         page.evaluate("async () => { await window.jupyterapp.restored; }")
         if sidebar:
@@ -192,21 +193,22 @@ def main() -> None:
         with FrayClient(url, token) as client:
             latencies, idle = measure(lab, client, pids, args.jobs, args.window)
     cpu = idle.ours_ms
-    p50, p95 = statistics.median(latencies), percentile(latencies, 0.95)
-    goal = GOAL_P95_S[kind]
-    print(f"{kind}: state change -> sidebar DOM over {len(latencies)} changes: p50 {p50 * 1000:.0f} ms, "
-          f"p95 {p95 * 1000:.0f} ms  [goal p95 <= {goal:g} s: {'pass' if p95 <= goal else 'MISS'}]")
     print(f"{kind}: idle server CPU with {TABS} tabs open, ours: {cpu:.0f} ms per minute (Jupyter server "
           f"{idle.server_ms:.0f} with the sidebar open vs {idle.baseline_ms:.0f} with /fray/ blocked, i.e. "
           f"JupyterLab's own baseline; controller {idle.controller_ms:.0f})  "
           f"[goal <= {GOAL_CPU_MS_PER_MIN:.0f} ms/min for ours: {'pass' if cpu <= GOAL_CPU_MS_PER_MIN else 'MISS'}]")
-    record(Figure(BENCH, f"{kind}: state change -> sidebar DOM, p50 / p95 ({len(latencies)} changes)",
-                  f"{p50 * 1000:.0f} / {p95 * 1000:.0f} ms", f"p95 <= {goal:g} s", p95 <= goal))
     record(Figure(BENCH, f"{kind}: idle server CPU added by fray-jupyter, {TABS} tabs open",
                   f"{cpu:.0f} ms/min (Jupyter server {idle.server_ms:.0f} vs JupyterLab baseline "
                   f"{idle.baseline_ms:.0f}; controller {idle.controller_ms:.0f})",
                   f"<= {GOAL_CPU_MS_PER_MIN:.0f} ms/min", cpu <= GOAL_CPU_MS_PER_MIN))
-
+    if not latencies:
+        raise SystemExit(f"{kind}: the sidebar showed none of the submitted jobs: no latency figures")
+    p50, p95 = statistics.median(latencies), percentile(latencies, 0.95)
+    goal = GOAL_P95_S[kind]
+    print(f"{kind}: state change -> sidebar DOM over {len(latencies)} changes: p50 {p50 * 1000:.0f} ms, "
+          f"p95 {p95 * 1000:.0f} ms  [goal p95 <= {goal:g} s: {'pass' if p95 <= goal else 'MISS'}]")
+    record(Figure(BENCH, f"{kind}: state change -> sidebar DOM, p50 / p95 ({len(latencies)} changes)",
+                  f"{p50 * 1000:.0f} / {p95 * 1000:.0f} ms", f"p95 <= {goal:g} s", p95 <= goal))
 
 if __name__ == "__main__":
     main()

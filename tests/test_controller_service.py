@@ -397,3 +397,21 @@ def test_close_waits_for_attempts_at_most_its_timeout(tmp_path: Path, monkeypatc
         core.store.close()
 
     asyncio.run(main())
+
+
+def test_an_idle_engine_sets_no_timer_and_a_scheduling_deadline_still_fires(tmp_path: Path) -> None:
+    """Idle rule: with nothing queued the engine (and its log flusher) sleep on events only, so an
+    idle controller never wakes; a queued job's scheduling timeout arms one timer, for its deadline."""
+    async def body(core: Core) -> None:
+        loop = asyncio.get_running_loop()
+        for _ in range(3):  # the engine and its flusher reach their waits (no time passes)
+            await asyncio.sleep(0)
+        assert [timer for timer in loop._scheduled if not timer.cancelled()] == []  # type: ignore[attr-defined]
+        blocker = core.launch(launch_request("blocker", "sleep 30"))
+        await core.wait(blocker, {J.JOB_STATE_RUNNING})
+        request = launch_request("waits", "true")
+        request.scheduling_timeout.milliseconds = 200
+        status = await core.wait(core.launch(request), {J.JOB_STATE_UNSCHEDULABLE}, timeout=10)
+        assert "Scheduling timeout exceeded" in status.error
+
+    run(tmp_path, body, slots=1)

@@ -2,11 +2,15 @@
 
 Rules:
 
-* A background thread polls the controller (``refresh``): status, tasks, and the log rows after
-  the panel's cursor (all tasks, task-prefixed). It polls every ``poll_first`` seconds while
-  something changes and backs off by ``BACKOFF`` per quiet poll up to ``poll_max``, so an idle
-  job costs little; it stops once the job is terminal and its last log rows are in. The kernel
-  stays free for other cells meanwhile (ipykernel sends widget updates from threads).
+* A background thread refreshes the panel (``refresh``): status, tasks, and the log rows after
+  the panel's cursor (all tasks, task-prefixed); it stops once the job is terminal and its last
+  log rows are in. The kernel stays free for other cells meanwhile (ipykernel sends widget
+  updates from threads).
+* When the controller has a change feed (the embedded one: ``widgets.feed``, one listener per
+  client shared by all panels), the thread refreshes when the feed says the job changed, and at
+  least every ``FEED_REFRESH`` s; it does not poll. Otherwise (a real Iris, a gRPC URL, or while
+  the feed is down) it polls every ``poll_first`` seconds while something changes and backs off
+  by ``BACKOFF`` per quiet poll up to ``poll_max``, so an idle job costs little.
 * Failures to reach the controller are shown in the panel and retried at ``poll_max``; nothing a
   poll or a click raises reaches the notebook.
 * The poller thread also stops for good (saying why in the panel) when the job was replaced by a
@@ -37,6 +41,7 @@ from fray_jupyter.client.logs import log_line
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
 from fray_jupyter.views import job as view
+from fray_jupyter.widgets import feed
 
 if TYPE_CHECKING:
     from fray_jupyter.client.handle import JobHandle
@@ -46,6 +51,8 @@ LOG_LINES: Final[int] = 200
 MAX_FAILED_POLLS: Final[int] = 60
 """Polls in a row that may fail to reach the controller (about 5 minutes at ``poll_max``) before
 the poller gives up."""
+FEED_REFRESH: Final[float] = 60.0
+"""Seconds between refreshes of a panel that the change feed keeps up to date (a safety net)."""
 DRAIN_GRACE: Final[float] = 0.2
 """Seconds between seeing the job finish and the last log fetch (late rows reach the store)."""
 
@@ -203,20 +210,36 @@ class JobStatusPanel(widgets.VBox):
         return len(page.entries)
 
     def _run(self) -> None:
-        delay = self.poll_first
-        while not self._stopped.is_set():
-            self._wake.wait(self.poll_max if self._unreachable else delay)
-            self._wake.clear()
-            if self._stopped.is_set():
-                return
-            try:
-                changed = self.refresh()
-            except Exception as error:  # noqa: BLE001 - a poller must never die with a traceback
-                self.message.value = self._note(f"status panel error: {type(error).__name__}: {error}", error=True)
-                changed = False
-            if self.done:
-                return
-            delay = self.poll_first if changed else min(delay * BACKOFF, self.poll_max)
+        delay, following = self.poll_first, None
+        try:
+            while not self._stopped.is_set():
+                if following is None and not self._unreachable:
+                    following = feed.watch(self.client, self.job_id, self._wake)
+                elif following is not None and not following.listening:
+                    following.unsubscribe(self._wake)
+                    following = None  # the feed went away: poll until it is back
+                    delay = self.poll_first
+                self._wait(FEED_REFRESH if following is not None else self.poll_max if self._unreachable else delay)
+                if self._stopped.is_set():
+                    return
+                changed = self._refresh_safely()
+                if self.done:
+                    return
+                delay = self.poll_first if changed else min(delay * BACKOFF, self.poll_max)
+        finally:
+            if following is not None:
+                following.unsubscribe(self._wake)
+
+    def _wait(self, timeout: float) -> None:
+        self._wake.wait(timeout)
+        self._wake.clear()
+
+    def _refresh_safely(self) -> bool:
+        try:
+            return self.refresh()
+        except Exception as error:  # noqa: BLE001 - a poller must never die with a traceback
+            self.message.value = self._note(f"status panel error: {type(error).__name__}: {error}", error=True)
+            return False
 
     # -- drawing -----------------------------------------------------------------------------------
     def _render(self) -> None:
