@@ -56,3 +56,16 @@ def test_a_bad_request_names_the_field(body: dict[str, object], message: str) ->
     with pytest.raises(ValueError, match=message):
         parse_wait_request(body)
     assert parse_wait_request({"after": "12", "epoch": "e", "timeoutMs": 1500}) == (12, "e", 1.5)
+
+
+def test_release_answers_every_waiting_long_poll_at_once_with_no_changes() -> None:
+    """A stopping controller must not wait out open long polls (up to ``MAX_WAIT_S``)."""
+    async def main() -> list[dict[str, object]]:
+        feed = ChangeFeed()
+        waiters = [asyncio.ensure_future(feed.wait(0, feed.epoch, changes.MAX_WAIT_S)) for _ in range(2)]
+        await asyncio.sleep(0)  # both are waiting (no time passes)
+        feed.release()
+        return list(await asyncio.wait_for(asyncio.gather(*waiters), 5))
+
+    answers = asyncio.run(main())
+    assert [answer["jobIds"] for answer in answers] == [[], []] and not any(a["reset"] for a in answers)

@@ -49,6 +49,13 @@ class ChangeFeed:
             self._event.set()
             self._event = None
 
+    def release(self) -> None:
+        """Answer every waiting long poll now (no job ids): the controller is stopping, and an
+        open long poll would otherwise hold its shutdown for up to ``MAX_WAIT_S``."""
+        if self._event is not None:
+            self._event.set()
+            self._event = None
+
     def since(self, after: int, epoch: str) -> dict[str, Any]:
         """The answer for a caller that has seen revision ``after`` of ``epoch``."""
         reset = epoch != self.epoch or after < self._oldest or after > self.revision

@@ -280,6 +280,7 @@ async def serve(args: argparse.Namespace) -> int:
         await stop.wait()
     finally:
         remove_runtime_file(os.getpid(), runtime_file)
+        feed.release()
         http.should_exit = True
         await grpc.stop(0.5)
         for helper in helpers:
