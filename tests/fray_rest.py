@@ -24,10 +24,15 @@ def job_path(job_id: str, *rest: str) -> str:
 def fetch(http_server_client: Any, loop: Any, base_url: str, path: str, *, method: str = "GET",
           headers: dict[str, str] | None = None) -> Reply:
     """One request to ``<base_url>/fray/<path>``; the body parsed as JSON when it is JSON."""
-    response = loop.run_until_complete(http_server_client.fetch(
-        url_path_join(base_url, "fray", path), method=method, headers=headers or {},
-        body=b"" if method in ("POST", "PUT") else None, raise_error=False, request_timeout=30,
-        allow_nonstandard_methods=True))
+    async def send() -> Any:
+        # The request is made inside the running loop: tornado's fetch() creates its Future on the
+        # current loop, and an earlier test's asyncio.run() may have left none set in this thread.
+        return await http_server_client.fetch(
+            url_path_join(base_url, "fray", path), method=method, headers=headers or {},
+            body=b"" if method in ("POST", "PUT") else None, raise_error=False, request_timeout=30,
+            allow_nonstandard_methods=True)
+
+    response = loop.run_until_complete(send())
     try:
         body = json.loads(response.body) if response.body else None
     except ValueError:

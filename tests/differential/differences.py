@@ -47,6 +47,15 @@ CPU_ONLY: frozenset[str] = frozenset({"IRIS_WORKER_REGION"})
 """Of ``ENV_ONLY_ON_TWIN``, the variables that may differ only for jobs with no accelerator: the suite fails
 when one differs for a TPU or GPU job."""
 
+LOCAL_RUNTIME_ONLY: dict[str, str] = {
+    "PYTHONPATH": ("Not Iris's behaviour on a worker: the twin's local process runtime "
+                   "(iris.cluster.runtime.process) prepends marin-iris's own install paths to PYTHONPATH for every "
+                   "task, and passes its parent's environment on; a worker's task container has neither. Ignored "
+                   "like the names the twin inherits from this process."),
+}
+"""Variables only Iris's *local* process runtime gives tasks (an artefact of running Iris on one machine, not
+what a worker does): left out of the comparison, like inherited names."""
+
 ENV_ONLY_ON_EMBEDDED: dict[str, str] = {}
 """Variables a task sees on the embedded controller and not on the twin: none (IRIS_JOB_ID and
 IRIS_TASK_INDEX are gone; task code uses ``fray_jupyter.task_info()``)."""

@@ -44,12 +44,14 @@ from tests.differential.differences import (
     CPU_ONLY,
     ENV_ONLY_ON_EMBEDDED,
     ENV_ONLY_ON_TWIN,
+    LOCAL_RUNTIME_ONLY,
 )
 from tests.twin import Outcome, Place, partition, places, settle
 
 USER = "diff"
-_INHERITED = frozenset(os.environ) | {"PYTEST_CURRENT_TEST"}
-"""The twin passes its own environment (this process's) on to tasks: those names say nothing about Iris."""
+_INHERITED = frozenset(os.environ) | {"PYTEST_CURRENT_TEST"} | frozenset(LOCAL_RUNTIME_ONLY)
+"""The twin passes its own environment (this process's) on to tasks, and its local runtime adds
+``LOCAL_RUNTIME_ONLY``: those names say nothing about Iris on a worker."""
 
 
 @dataclass
