@@ -25,14 +25,7 @@ _TPU_INIT = ("Kept: Iris tells JAX to use the TPU it placed the task on; the emb
              "machine) has no TPU, so forcing TPU init would make every JAX task fail. (The twin sets it too, "
              "with no TPU: its tasks would fail the same way if they imported JAX.)")
 
-_WORKER_REGION = ("Kept, for CPU jobs only (CPU_ONLY): both set it as Iris does, to the region of the worker's "
-                  "group, for every accelerator job. A CPU job asks for no device, so on the twin it lands on "
-                  "any idle worker — often a TPU VM an earlier corpus job scaled up, which has a region — "
-                  "while the embedded controller stands it on the group the autoscaler routes it to (the "
-                  "region-less cpu group): which worker is idle is the live cluster's state, not a rule.")
-
 ENV_ONLY_ON_TWIN: dict[str, str] = {
-    "IRIS_WORKER_REGION": _WORKER_REGION,
     "PJRT_DEVICE": _TPU_INIT,
     "JAX_FORCE_TPU_INIT": _TPU_INIT,
     "UV_LINK_MODE": _CACHES,
@@ -43,9 +36,15 @@ ENV_ONLY_ON_TWIN: dict[str, str] = {
 """Variables a task sees on the twin and not on the embedded controller (names only: values differ by
 nature — work dirs, worker ids, URLs)."""
 
-CPU_ONLY: frozenset[str] = frozenset({"IRIS_WORKER_REGION"})
-"""Of ``ENV_ONLY_ON_TWIN``, the variables that may differ only for jobs with no accelerator: the suite fails
-when one differs for a TPU or GPU job."""
+PLACEMENT_DEPENDENT_FOR_CPU_JOBS: dict[str, str] = {
+    "IRIS_WORKER_REGION": (
+        "Both controllers set it as Iris does, to the region of the worker's group. A CPU job asks for no "
+        "device, so on the twin it lands on whichever worker is idle — a TPU VM an earlier corpus job scaled "
+        "up (which has a region) or a CPU VM (which has none) — while the embedded controller stands it on the "
+        "group the autoscaler routes it to. Which worker is idle is the live cluster's state, not a rule, so "
+        "for CPU jobs the variable may be present on either side; for accelerator jobs it must match."),
+}
+"""Variables compared only for accelerator jobs (for a CPU job they follow whichever worker was idle)."""
 
 LOCAL_RUNTIME_ONLY: dict[str, str] = {
     "PYTHONPATH": ("Not Iris's behaviour on a worker: the twin's local process runtime "
