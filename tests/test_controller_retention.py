@@ -1,4 +1,4 @@
-"""Retention (issue 11, item 3): files of finished jobs go by age or by the state dir's size cap,
+"""Retention (issue 11, item 3): files of finished jobs (work dirs, bundles, output archives) go by age or by the state dir's size cap,
 oldest first; running jobs and job records stay; leftovers of replaced jobs go; logs are capped
 per task with a visible marker."""
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fray_jupyter.client.results import ResultUnavailable, task_result
 from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.retention import Policy, Retention, parse_size, tree_bytes
 from fray_jupyter.iris.proto import job_pb2
@@ -16,6 +17,7 @@ from tests.controller_harness import launch_request
 from tests.test_controller_service import Core, _zip_deflated, run
 
 J = job_pb2
+A = job_pb2.TaskOutputArchive
 
 
 def retention(core: Core, root: Path, **policy: object) -> Retention:
@@ -46,6 +48,25 @@ def test_files_of_finished_jobs_go_after_the_retention_days_records_and_running_
         assert again.jobs_cleaned == 0  # nothing twice
         fresh = await retention(core, tmp_path, days=7).collect()
         assert fresh.jobs_cleaned == 0
+
+    run(tmp_path, body)
+
+
+def test_a_cleaned_jobs_output_archives_go_and_its_result_says_why(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        done = core.launch(launch_request("outputs", 'echo 42 > "$IRIS_OUTPUT_DIR/answer.txt"'))
+        await core.wait(done)
+        archive = core.tasks(done)[0].attempts[0].output_archive
+        assert archive.state == A.TASK_OUTPUT_ARCHIVE_STATE_UPLOADED
+        path = Path(archive.uri.removeprefix("file://"))
+        assert path.is_file()
+        await retention(core, tmp_path, days=0).collect()
+        task = core.tasks(done)[0]
+        gone = task.attempts[0].output_archive
+        assert not path.exists() and gone.state == A.TASK_OUTPUT_ARCHIVE_STATE_UNAVAILABLE
+        assert "retention" in gone.error and "kept 0 days" in gone.error
+        with pytest.raises(ResultUnavailable, match="removed by the embedded controller's retention"):
+            task_result(task, done)
 
     run(tmp_path, body)
 

@@ -218,8 +218,9 @@ def task_result(task: job_pb2.TaskStatus, job_id: str) -> Any:
     state = job_pb2.TaskState.Name(task.state).removeprefix("TASK_STATE_").lower()
     why = _STATE_WORDS.get(archive.state, "") if archive.state != A.TASK_OUTPUT_ARCHIVE_STATE_UPLOADED else ""
     detail = "; ".join(part for part in (f"it ended {state}", task.error, why, archive.error) if part)
-    raise ResultUnavailable(f"task {task.task_id} of job {job_id} left no return value ({detail}); "
-                            "only jobs run from a Python callable return one")
+    hint = ("" if archive.state == A.TASK_OUTPUT_ARCHIVE_STATE_UNAVAILABLE
+            else "; only jobs run from a Python callable return one")
+    raise ResultUnavailable(f"task {task.task_id} of job {job_id} left no return value ({detail}){hint}")
 
 
 def remote_error(payload: bytes, task_id: str, attempt: int) -> RemoteError:

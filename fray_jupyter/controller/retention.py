@@ -4,14 +4,15 @@ Policy (each figure a controller option, or its environment variable, shown by `
 
 * **Job records are kept**: state, tasks, attempts, errors and (capped) logs stay listable forever.
 * **Files of finished jobs go**: a finished job's work dirs (``work/job-<n>``, with their temporary
-  dirs) and its bundle zip (once no job that still has files uses it) are removed
+  dirs), its output archives (``outputs/job-<n>``; each attempt's record then says UNAVAILABLE and
+  why, so ``JobHandle.result()`` explains instead of failing to read a file) and its bundle zip
+  (once no job that still has files uses it) are removed
   ``--retention-days`` after it finished (default 7; ``$FRAY_CONTROLLER_RETENTION_DAYS``), and
   sooner, oldest finished first, while the state dir is over ``--max-state-size`` (default 5 GiB;
   ``$FRAY_CONTROLLER_MAX_STATE_SIZE``, e.g. ``500m``). Files of a job that is still pending or
   running are never touched, so a running job alone can keep the state dir over its cap.
 * **Leftovers go**: work dirs and output archives of jobs that no longer exist (replaced ones,
-  once their processes have exited). The output archives of kept jobs stay (``JobHandle.result()``
-  reads them); they count towards the cap.
+  once their processes have exited).
 * **Logs are capped per task**: past ``--max-log-lines`` lines (default 100,000;
   ``$FRAY_CONTROLLER_MAX_LOG_LINES``) a task's further lines are dropped and its log ends with
   ``… N lines truncated`` (see ``logbuffer``).
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from fray_jupyter.controller.store import Store
+from fray_jupyter.iris.proto import job_pb2
 
 DAYS_ENV: Final[str] = "FRAY_CONTROLLER_RETENTION_DAYS"
 SIZE_ENV: Final[str] = "FRAY_CONTROLLER_MAX_STATE_SIZE"
@@ -130,14 +132,16 @@ class Retention:
             aged = (job.finished_ms or 0) <= cutoff
             if not aged and size <= self.policy.max_bytes:
                 break  # oldest first: every later job is younger and the dir is under its cap
+            reason = "age" if aged else "size cap"
             freed = await asyncio.to_thread(_remove_tree, self.root / "work" / f"job-{job.id}")
+            freed += await asyncio.to_thread(_remove_tree, self.root / "outputs" / f"job-{job.id}")
+            self._retire_archives(job.job_id, self._why_removed(reason, now_ms))
             self.store.update_job(job.job_id, cleaned_ms=now_ms)
             if job.bundle_path and not self.store.bundle_in_use(job.bundle_path):
                 freed += _remove_file(Path(job.bundle_path))
             size -= freed
             report.bytes_freed += freed
             report.jobs_cleaned += 1
-            reason = "age" if aged else "size cap"
             report.reasons[reason] = report.reasons.get(reason, 0) + 1
         report.state_bytes = await asyncio.to_thread(tree_bytes, self.root)
         report.over_cap = report.state_bytes > self.policy.max_bytes
@@ -150,6 +154,23 @@ class Retention:
                       report.jobs_cleaned, report.leftovers_removed, report.bytes_freed)
         self.last = report
         return report
+
+    def _why_removed(self, reason: str, now_ms: int) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(now_ms / 1000))
+        rule = (f"files of finished jobs are kept {self.policy.days:g} days" if reason == "age" else
+                f"the state dir was over its cap of {self.policy.max_bytes / 2**30:.3g} GiB")
+        return (f"removed by the embedded controller's retention on {when} ({rule}; see "
+                "`fray-jupyter controller status`)")
+
+    def _retire_archives(self, job_id: str, why: str) -> None:
+        """Mark each uploaded archive of ``job_id`` UNAVAILABLE with ``why`` (its file is gone)."""
+        for (idx, attempt), blob in self.store.output_archives(job_id).items():
+            archive = job_pb2.TaskOutputArchive.FromString(blob)
+            if archive.state != job_pb2.TaskOutputArchive.TASK_OUTPUT_ARCHIVE_STATE_UPLOADED:
+                continue
+            archive.state = job_pb2.TaskOutputArchive.TASK_OUTPUT_ARCHIVE_STATE_UNAVAILABLE
+            archive.error = why
+            self.store.set_output_archive(job_id, idx, attempt, archive.SerializeToString())
 
     async def run_periodically(self, interval: float = GC_INTERVAL_S) -> None:
         """Collect now and every ``interval`` seconds until cancelled; a failure is logged."""
