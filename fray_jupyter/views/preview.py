@@ -60,6 +60,7 @@ STYLE: Final = """<style>
 .jp-RenderedHTMLCommon .fray-preview tr,.jp-RenderedHTMLCommon .fray-preview td,.jp-RenderedHTMLCommon .fray-preview th{
  text-align:left;vertical-align:top;padding:1px 10px 1px 0;line-height:inherit;white-space:normal;max-width:none;border:none}
 .jp-RenderedHTMLCommon .fray-preview thead,.jp-RenderedHTMLCommon .fray-preview tbody tr:nth-child(odd),
+.jp-RenderedHTMLCommon .fray-preview tbody tr:nth-child(even),
 .jp-RenderedHTMLCommon .fray-preview tbody tr:hover{background:transparent;border:none}
 </style>"""
 

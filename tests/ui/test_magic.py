@@ -60,11 +60,15 @@ def test_cancel_stops_a_long_job(lab: Lab, lab_controller: Path, page: Page) -> 
 
 
 def test_dry_run_output_is_styled_as_the_pickers_preview(lab: Lab, page: Page) -> None:
-    """JupyterLab right-aligns the cells of tables in HTML outputs; the preview's cells stay
-    left-aligned with its own padding, as in the picker's preview widget."""
+    """JupyterLab right-aligns the cells of tables in HTML outputs and stripes their rows; the
+    preview's cells stay left-aligned with its own padding and unstriped, as in the picker's
+    preview widget."""
     cell = "%%fray --dry-run --name ui-dry -e WANDB_MODE offline\nprint('hi')"
     notebook = run_cells(page, lab.open_url(lab.notebook("magic-dry.ipynb", LOAD, cell)), 2)
     env_cell = notebook.locator(".jp-OutputArea-output .fray-preview table td").first
     expect(env_cell).to_be_visible(timeout=60_000)
     styles = env_cell.evaluate("cell => [getComputedStyle(cell).textAlign, getComputedStyle(cell).paddingRight]")
     assert styles == ["left", "10px"]
+    rows = notebook.locator(".jp-OutputArea-output .fray-preview table.fray-env tr")
+    backgrounds = rows.evaluate_all("rows => rows.map(row => getComputedStyle(row).backgroundColor)")
+    assert len(backgrounds) >= 2 and set(backgrounds) == {"rgba(0, 0, 0, 0)"}  # no striped rows
