@@ -8,8 +8,10 @@ A real JupyterLab (tests/ui/labserver.py) on Debian Chromium. Three tabs open th
    the three tabs open and nothing happening, measured twice so that what fray-jupyter adds is
    told apart from JupyterLab's own baseline: first with every ``/fray/`` request of the tabs
    blocked (JupyterLab alone: its kernel/session/contents polling), then, reloaded, with our
-   extension live and the sidebar open. "Ours" is the Jupyter server's increase plus the whole
-   controller process; the goal applies to it.
+   extension live and the sidebar open. "Ours" is the Jupyter server's increase plus the embedded
+   controller's whole CPU (it runs only for us) or, against a genuine Iris, that controller's
+   increase over its own unwatched baseline (its scheduling loop is Iris's, not ours); the goal
+   applies to it.
 2. Latency: ``--jobs`` jobs (``sleep 1``) are submitted one after another; a MutationObserver in
    one tab records when each row appears and when its badge shows running and succeeded. Each is
    compared with the controller's own timestamps (submitted_at, started_at, finished_at; the same
@@ -97,17 +99,24 @@ def percentile(values: list[float], fraction: float) -> float:
 
 @dataclass(frozen=True)
 class IdleCpu:
-    """Idle CPU ms per minute: the Jupyter server with our extension's requests blocked
-    (JupyterLab's baseline), the same server with the sidebar open, and the controller."""
+    """Idle CPU ms per minute: the Jupyter server and the controller with our extension's requests
+    blocked (the baselines), then the same with the sidebar open; and whether the controller is
+    ours (the embedded one: all of its CPU counts) or a genuine Iris (only what our watcher adds
+    to its own scheduling loop counts)."""
 
     baseline_ms: float
     server_ms: float
+    controller_baseline_ms: float
     controller_ms: float
+    controller_is_ours: bool
 
     @property
     def ours_ms(self) -> float:
-        """What fray-jupyter adds: the server's increase over the baseline plus the controller."""
-        return max(0.0, self.server_ms - self.baseline_ms) + self.controller_ms
+        """What fray-jupyter adds: the server's increase over its baseline, plus the embedded
+        controller's whole CPU or a genuine Iris controller's increase over its baseline."""
+        controller = (self.controller_ms if self.controller_is_ours
+                      else max(0.0, self.controller_ms - self.controller_baseline_ms))
+        return max(0.0, self.server_ms - self.baseline_ms) + controller
 
 
 def _open_tabs(browser: Any, lab: Lab, sidebar: bool) -> list[Any]:
@@ -129,15 +138,8 @@ def _open_tabs(browser: Any, lab: Lab, sidebar: bool) -> list[Any]:
     return pages
 
 
-def _idle_ms(page: Any, pids: tuple[int, ...], window_s: float) -> float:
-    """CPU ms per minute of ``pids`` over ``window_s`` s of waiting in ``page``."""
-    before = cpu_seconds(*pids)
-    page.wait_for_timeout(window_s * 1000)
-    return (cpu_seconds(*pids) - before) * 1000 * 60 / window_s
-
-
-def measure(lab: Lab, client: FrayClient, pids: tuple[int, ...], jobs: int,
-            window_s: float) -> tuple[list[float], IdleCpu]:
+def measure(lab: Lab, client: FrayClient, pids: tuple[int, ...], jobs: int, window_s: float,
+            controller_is_ours: bool) -> tuple[list[float], IdleCpu]:
     """(change → DOM latencies in seconds, idle CPU with TABS tabs)."""
     from playwright.sync_api import sync_playwright
 
@@ -145,7 +147,10 @@ def measure(lab: Lab, client: FrayClient, pids: tuple[int, ...], jobs: int,
         browser = playwright.chromium.launch(**launch_args())
         blocked = _open_tabs(browser, lab, sidebar=False)
         blocked[0].wait_for_timeout(5000)  # every tab settled
-        baseline_ms = _idle_ms(blocked[0], (lab.pid,), window_s)
+        server_before, controller_before = cpu_seconds(lab.pid), cpu_seconds(*pids)
+        blocked[0].wait_for_timeout(window_s * 1000)
+        baseline_ms = (cpu_seconds(lab.pid) - server_before) * 1000 * 60 / window_s
+        controller_baseline_ms = (cpu_seconds(*pids) - controller_before) * 1000 * 60 / window_s
         for page in blocked:
             page.close()
         pages = _open_tabs(browser, lab, sidebar=True)
@@ -154,7 +159,8 @@ def measure(lab: Lab, client: FrayClient, pids: tuple[int, ...], jobs: int,
         server_before, controller_before = cpu_seconds(lab.pid), cpu_seconds(*pids)
         watcher.wait_for_timeout(window_s * 1000)
         idle = IdleCpu(baseline_ms, (cpu_seconds(lab.pid) - server_before) * 1000 * 60 / window_s,
-                       (cpu_seconds(*pids) - controller_before) * 1000 * 60 / window_s)
+                       controller_baseline_ms, (cpu_seconds(*pids) - controller_before) * 1000 * 60 / window_s,
+                       controller_is_ours)
         watcher.evaluate(OBSERVER)
         ids = []
         for index in range(jobs):
@@ -191,16 +197,17 @@ def main() -> None:
         if not args.real_iris:
             url, token, pids = stack.enter_context(embedded_controller(lab))
         with FrayClient(url, token) as client:
-            latencies, idle = measure(lab, client, pids, args.jobs, args.window)
+            latencies, idle = measure(lab, client, pids, args.jobs, args.window, not args.real_iris)
     cpu = idle.ours_ms
-    print(f"{kind}: idle server CPU with {TABS} tabs open, ours: {cpu:.0f} ms per minute (Jupyter server "
-          f"{idle.server_ms:.0f} with the sidebar open vs {idle.baseline_ms:.0f} with /fray/ blocked, i.e. "
-          f"JupyterLab's own baseline; controller {idle.controller_ms:.0f})  "
+    controller = (f"embedded controller {idle.controller_ms:.0f}" if idle.controller_is_ours else
+                  f"Iris controller {idle.controller_ms:.0f} vs {idle.controller_baseline_ms:.0f} unwatched")
+    detail = (f"Jupyter server {idle.server_ms:.0f} with the sidebar open vs {idle.baseline_ms:.0f} with /fray/ "
+              f"blocked (JupyterLab's own baseline); {controller}")
+    print(f"{kind}: idle CPU with {TABS} tabs open, ours: {cpu:.0f} ms per minute ({detail})  "
           f"[goal <= {GOAL_CPU_MS_PER_MIN:.0f} ms/min for ours: {'pass' if cpu <= GOAL_CPU_MS_PER_MIN else 'MISS'}]")
-    record(Figure(BENCH, f"{kind}: idle server CPU added by fray-jupyter, {TABS} tabs open",
-                  f"{cpu:.0f} ms/min (Jupyter server {idle.server_ms:.0f} vs JupyterLab baseline "
-                  f"{idle.baseline_ms:.0f}; controller {idle.controller_ms:.0f})",
-                  f"<= {GOAL_CPU_MS_PER_MIN:.0f} ms/min", cpu <= GOAL_CPU_MS_PER_MIN))
+    record(Figure(BENCH, f"{kind}: idle CPU added by fray-jupyter, {TABS} tabs open",
+                  f"{cpu:.0f} ms/min ({detail})", f"<= {GOAL_CPU_MS_PER_MIN:.0f} ms/min",
+                  cpu <= GOAL_CPU_MS_PER_MIN))
     if not latencies:
         raise SystemExit(f"{kind}: the sidebar showed none of the submitted jobs: no latency figures")
     p50, p95 = statistics.median(latencies), percentile(latencies, 0.95)

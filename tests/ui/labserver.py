@@ -60,6 +60,22 @@ class Lab:
         return f"{self.url}/{path}?token={self.token}"
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
+def check_labextension_built() -> None:
+    """Fail with the command to run when the built labextension is older than its sources (a
+    pull or an edit since the last ``pip install -e .``): the browser would run stale code."""
+    built = REPO / "fray_jupyter" / "labextension" / "package.json"
+    sources = [path for path in (REPO / "labextension" / "src").rglob("*") if path.is_file()]  # as the build hook
+    if not built.exists():
+        raise RuntimeError(f"no built labextension at {built.parent}; build it: .venv/bin/python -m pip install -e .")
+    newer = [path for path in sources if path.stat().st_mtime > built.stat().st_mtime]
+    if newer:
+        raise RuntimeError(f"the built labextension is older than {newer[0].relative_to(REPO)} (and {len(newer) - 1} "
+                           "other source(s)); rebuild it: .venv/bin/python -m pip install -e . (scripts/test does)")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -83,6 +99,7 @@ def _wait_until_up(url: str, token: str, process: subprocess.Popen[bytes], log: 
 def running_lab(workdir: Path, *extra_args: str) -> Iterator[Lab]:
     """Start ``jupyter lab`` (plus ``extra_args``) with every Jupyter directory under ``workdir``;
     stop it on exit."""
+    check_labextension_built()
     root, settings = workdir / "notebooks", workdir / "settings"
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
