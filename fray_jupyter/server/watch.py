@@ -28,7 +28,7 @@ from fray_jupyter.server.link import ControllerLink
 
 FEED_WAIT: Final[float] = 25.0
 POLL_MIN: Final[float] = 0.5
-POLL_MAX: Final[float] = 2.0
+POLL_MAX: Final[float] = 2.5
 POLL_JOBS: Final[int] = 100
 COALESCE: Final[float] = 0.1
 RETRY: Final[float] = 2.0
@@ -126,15 +126,22 @@ class ChangeHub:
         seen = await asyncio.to_thread(list_fingerprint, client)
         self._set_source("poll")
         interval = POLL_MIN
-        while self._queues and await asyncio.to_thread(self.link.client) is client:
+        while self._queues:
             await asyncio.sleep(interval)
-            now = await asyncio.to_thread(list_fingerprint, client)
+            now = await asyncio.to_thread(self._fingerprint_if_current, client)
+            if now is None:
+                return  # the server now follows another controller
             if now != seen:
                 changed = {row[0] for row in set(now) ^ set(seen)}
                 self._broadcast(event("changed", self.source, sorted(changed)))
                 seen, interval = now, POLL_MIN
             else:
                 interval = min(interval * 1.5, POLL_MAX)
+
+    def _fingerprint_if_current(self, client: FrayClient) -> tuple[tuple[Any, ...], ...] | None:
+        """``list_fingerprint(client)``, or None when the link no longer leads to ``client`` (one
+        thread hop per poll: what an idle poll costs is what the watched server pays)."""
+        return list_fingerprint(client) if self.link.client() is client else None
 
     def _set_source(self, source: str) -> None:
         if source != self.source:
