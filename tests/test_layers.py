@@ -7,6 +7,8 @@ a surface; and no two modules import each other when imported, directly or round
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Final
 
 from tests.import_graph import PACKAGE, imports, modules
@@ -99,3 +101,30 @@ def test_the_rule_catches_an_upward_import() -> None:
     assert "fray_jupyter.iris.states" in own_imports("fray_jupyter.client.client")
     assert "fray_jupyter.iris.states" in own_imports("fray_jupyter.views.job")
     assert layer("fray_jupyter.planning") not in ALLOWED["client"]
+
+
+# -- the drawing -------------------------------------------------------------------------------------
+README: Final = Path(__file__).resolve().parents[1] / "README.md"
+DRAWING: Final = re.compile(r"```mermaid\n(flowchart TD\n.*?)```", re.DOTALL)
+
+
+def drawing() -> str:
+    """The layers as a mermaid flowchart, one arrow per pair of layers whose modules really import
+    each other (the surfaces drawn as one box; the shared helpers in ``BASE`` left out)."""
+    def box(module: str) -> str:
+        name = layer(module)
+        return "surfaces" if name in SURFACES else name
+
+    arrows = {(box(module), box(name)) for module in modules() for name in own_imports(module)
+              if layer(module) not in BASE and layer(name) not in BASE and box(module) != box(name)}
+    return "flowchart TD\n" + "".join(f"  {low} --> {high}\n" for low, high in sorted(arrows))
+
+
+def test_the_readme_draws_the_imports_as_they_are() -> None:
+    """README's drawing of the layers is the one the import graph gives (so it cannot go stale),
+    and every arrow in it is one the layer rule allows: none runs upward."""
+    found = DRAWING.search(README.read_text())
+    assert found is not None and found.group(1) == drawing(), f"README's Layout drawing should be:\n{drawing()}"
+    for line in drawing().splitlines()[1:]:
+        importer, _, imported = line.strip().partition(" --> ")
+        assert importer == "surfaces" or imported in ALLOWED[importer], line
