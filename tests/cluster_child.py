@@ -6,6 +6,8 @@ Scenarios:
 * ``twin``: the local-kind manifest ``twin`` resolved by name (Iris starts a genuine local
   cluster); a job run, followed and listed, another cancelled; the resolution counted and checked
   closed with the client.
+* ``race``: resolve ``twin`` when the parent says "go" on stdin (after this process said "ready"),
+  print the URL and how many Iris local clusters this process started, close on the next line.
 * ``edge``: an IAP-fronted manifest ``edge`` whose edge is a recording forwarder to a real Iris
   controller (``$UPSTREAM``). The login record in the credential store holds a refresh token; Google's
   token endpoint is out of reach here, so ``google.oauth2.credentials.Credentials.refresh`` — the
@@ -87,6 +89,28 @@ def twin() -> dict[str, Any]:
     return out
 
 
+def race() -> dict[str, Any]:
+    from iris.cli import connect as iris_connect
+
+    from fray_jupyter.client.clusters import NamedCluster
+
+    starts: list[str] = []
+    real_start = iris_connect.LocalCluster.start
+
+    def counting_start(self: Any) -> Any:
+        starts.append("twin")
+        return real_start(self)
+
+    iris_connect.LocalCluster.start = counting_start
+    print("ready", flush=True)
+    sys.stdin.readline()
+    cluster = NamedCluster("twin")
+    print(json.dumps({"url": cluster.url, "starts": len(starts)}), flush=True)
+    sys.stdin.readline()
+    cluster.close()
+    return {"closed": True}
+
+
 def fake_google_refresh(lifetime: float, expired: bool) -> list[str]:
     """Replace the OAuth refresh rigging's IAP provider makes (see the module docstring)."""
     import google.auth.exceptions
@@ -157,4 +181,4 @@ def edge() -> dict[str, Any]:
 
 if __name__ == "__main__":
     count_resolutions()
-    print(json.dumps({"twin": twin, "edge": edge}[sys.argv[1]]()), flush=True)
+    print(json.dumps({"twin": twin, "race": race, "edge": edge}[sys.argv[1]]()), flush=True)
