@@ -21,6 +21,8 @@ Rules:
 * ``submit(fn, *args, **kwargs)`` runs ``fn(*args, **kwargs)`` as a one-task job and returns its
   ``JobHandle`` (``.result()`` gives the value back). ``resources``, ``name`` and ``client`` are
   ``submit``'s own keywords; pass a function keyword of that name with ``functools.partial``.
+* On a named cluster both also send what Marin's own client adds there (``client.parity``): its
+  revision date and runtime-deps script.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import JobAlreadyExists as ControllerJobAlreadyExists
 from fray_jupyter.client.handle import JobHandle
+from fray_jupyter.client.parity import parity_for
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources.config import ResourceConfig
@@ -182,9 +185,11 @@ class FrayProtocolClient:
         return f"FrayProtocolClient({self.client.url!r})"
 
     def submit(self, request: JobRequest | object, adopt_existing: bool = True) -> FrayJobHandle:
-        """Plan and send ``request``; the handle of the job (an unfinished one of the same name
-        when ``adopt_existing``)."""
-        planned = plan(request, user=self.user, existing_job_policy="keep" if adopt_existing else "unspecified")
+        """Plan and send ``request`` with what the target's own client adds (module rules); the
+        handle of the job (an unfinished one of the same name when ``adopt_existing``)."""
+        parity = parity_for(self.client.cluster_name)
+        planned = plan(request, user=self.user, existing_job_policy="keep" if adopt_existing else "unspecified",
+                       revision_date=parity.revision_date, runtime_setup=parity.runtime_setup)
         try:
             job_id = self.client.submit(planned)
         except ControllerJobAlreadyExists:
@@ -235,4 +240,6 @@ def submit(fn: Callable[..., Any], *args: Any, resources: ResourceConfig | objec
         client = connect()
     job = JobRequest(name=name or default_call_name(fn), entrypoint=Entrypoint.from_callable(fn, args, kwargs),
                      resources=coerce(resources, ResourceConfig) if resources is not None else SUBMIT_RESOURCES)
-    return JobHandle(client.submit(plan(job)), client)
+    parity = parity_for(client.cluster_name)
+    return JobHandle(client.submit(plan(job, revision_date=parity.revision_date, runtime_setup=parity.runtime_setup)),
+                     client)

@@ -166,12 +166,14 @@ def plan(
     existing_job_policy: str | int = "keep",
     revision_date: str | None = None,
     bundle: bytes = b"",
+    runtime_setup: str | None = None,
 ) -> Plan:
     """The ``Plan`` for ``job`` (fray-jupyter's ``JobRequest`` or Marin's ``fray.types.JobRequest``)
     submitted by ``user`` (default: ``$IRIS_USER``, else the OS user), with ``bundle`` (a workspace
-    zip, see ``iris.bundle``) as the request's ``bundle_blob``. Raises ``ValueError`` with a
-    message for anything Fray or Iris would reject."""
+    zip, see ``iris.bundle``) as the request's ``bundle_blob`` and ``runtime_setup`` (Iris's
+    runtime-deps script, for a named cluster) after the job's setup scripts. Raises ``ValueError``
+    with a message for anything Fray or Iris would reject."""
     translation = translate(coerce(job, JobRequest), user=user, existing_job_policy=existing_job_policy,
-                            revision_date=revision_date, bundle=bundle)
+                            revision_date=revision_date, bundle=bundle, runtime_setup=runtime_setup)
     groups = task_groups(translation.job.resources, translation.replicas, translation.coscheduling)
     return Plan(translation, groups, translation.request.SerializeToString())

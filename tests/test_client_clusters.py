@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from fray_jupyter.client import clusters
+from fray_jupyter.client import clusters, parity
 from fray_jupyter.client.clusters import CLUSTER_ENV, MARIN_CLUSTER_ENV, chosen_cluster
 from fray_jupyter.client.discovery import URL_ENV, connect
 from fray_jupyter.client.errors import ClusterUnavailable
@@ -210,5 +210,5 @@ def test_a_named_cluster_gets_the_revision_date_of_the_installed_iris(monkeypatc
 
     monkeypatch.setattr(version, "_CACHED", None)
     monkeypatch.setenv("IRIS_REVISION_DATE", "2031-02-03")
-    assert clusters.iris_revision_date() == version.client_revision_date() == "2031-02-03"
+    assert parity.parity_for("any").revision_date == version.client_revision_date() == "2031-02-03"
     monkeypatch.setattr(version, "_CACHED", None)

@@ -438,7 +438,7 @@ def test_a_cell_for_a_named_cluster_gets_iris_s_uv_setup_and_revision_date(ip: I
     """As ``iris job run`` builds it: a uv-project workspace without setup scripts gets Iris's uv-sync
     script, and the revision date is the installed marin-iris's. The embedded default adds neither.
     A dry run resolves no cluster."""
-    from iris.cluster.setup_scripts import default_setup_script
+    from iris.cluster.setup_scripts import default_setup_script, iris_runtime_setup_script
     from iris.version import client_revision_date
 
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'w'\nversion = '0'\n")
@@ -448,5 +448,8 @@ def test_a_cell_for_a_named_cluster_gets_iris_s_uv_setup_and_revision_date(ip: I
     sent = ip.user_ns["on_cluster"].request
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert list(sent.environment.setup_scripts) == [default_setup_script(python_version=python)]
+    assert list(sent.entrypoint.setup_commands) == [default_setup_script(python_version=python),
+                                                    iris_runtime_setup_script()]
     assert sent.client_revision_date == client_revision_date()
-    assert list(ip.user_ns["embedded"].request.environment.setup_scripts) == []
+    embedded = ip.user_ns["embedded"].request
+    assert list(embedded.environment.setup_scripts) == list(embedded.entrypoint.setup_commands) == []

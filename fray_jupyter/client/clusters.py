@@ -111,28 +111,6 @@ def marin_unavailable() -> str | None:
     return None
 
 
-def iris_revision_date() -> str | None:
-    """The ``client_revision_date`` the installed marin-iris's own client sends (its build date, or
-    ``$IRIS_REVISION_DATE``), or None without Marin's Iris (then ``plan()``'s default is sent)."""
-    if marin_unavailable() is not None:
-        return None
-    from iris.version import client_revision_date
-
-    return str(client_revision_date()) or None
-
-
-def uv_setup_script(environment: Any) -> str:
-    """Iris's default uv-sync setup script for ``environment`` (a Fray ``EnvironmentConfig``: its
-    extras, pip packages and workspace members to sync), for this Python's version — what Iris's
-    own client adds when a job has no setup scripts (``iris.cluster.setup_scripts``)."""
-    from iris.cluster.setup_scripts import default_setup_script
-
-    return str(default_setup_script(
-        extras=list(environment.extras), pip_packages=list(environment.pip_packages),
-        python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
-        packages=list(environment.sync_packages) or None))
-
-
 def _login_errors() -> tuple[type[BaseException], ...]:
     """rigging's "cannot mint a token without a (new) login" errors."""
     from rigging.auth import IapCredentialsUnavailable, IapLoginRequired  # type: ignore[import-untyped]

@@ -139,17 +139,13 @@ class FrayMagics(Magics):
     @_magic(cell_magic, "fray")
     def fray_cell(self, line: str, cell: str) -> JobStatusPanel | None:
         from fray_jupyter.client.handle import JobHandle
+        from fray_jupyter.client.parity import parity_for
         from fray_jupyter.magics.submission import cell_plan
 
         args = CELL_PARSER.parse_line(line)
-        on_cluster = args.cluster or (None if args.controller else settings.cluster(self))
-        revision, uv_setup = None, None
-        if on_cluster is not None:  # a real Iris: what the installed marin-iris's own client sends
-            from fray_jupyter.client.clusters import iris_revision_date, uv_setup_script
-
-            revision, uv_setup = iris_revision_date(), uv_setup_script
-        prepared = cell_plan(args, cell, self.namespace, user=self.user or None, revision_date=revision,
-                             default_setup=uv_setup)
+        named = args.cluster or (None if args.controller else settings.cluster(self))
+        # a real Iris gets what the installed marin-iris's own client adds: its setup, its revision date
+        prepared = cell_plan(args, cell, self.namespace, user=self.user or None, parity=parity_for(named))
         if args.dry_run:
             self._show_plan(prepared, args.output, args.controller, args.cluster)
             return None

@@ -8,8 +8,11 @@ Rules, in order; each failure is one ``UsageError`` line naming the flag or valu
    ``ResourceConfig`` (ours or Marin's) or a ``ResourcePicker`` (its ``.value``); it cannot be
    combined with the resource flags it replaces.
 3. ``--workspace DIR`` is bundled by ``iris.bundle`` (25 MiB cap).
-4. The job is built by ``flags.job_from_args`` and planned by ``plan()`` — nothing is re-derived.
-   Without ``--name`` the name is ``cell-<hash>`` of everything else the job is (see ``default_name``).
+4. The job is built by ``flags.job_from_args`` and planned by ``plan()`` — nothing is re-derived —
+   with what the target's client adds (``client.parity``: on a named cluster, Iris's default setup
+   when ``--workspace`` is a uv project and the job has no setup scripts, its runtime-deps script, its
+   revision date). Without ``--name`` the name is ``cell-<hash>`` of everything else the job is
+   (see ``default_name``).
 """
 
 from __future__ import annotations
@@ -17,19 +20,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import keyword
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
+from fray_jupyter.client.parity import EMBEDDED, ClientParity
 from fray_jupyter.flags import job_from_args
 from fray_jupyter.iris.bundle import WorkspaceBundle, create_workspace_zip
+from fray_jupyter.iris.setup import with_default_setup
 from fray_jupyter.magics.parsers import CELL, usage
 from fray_jupyter.magics.settings import check_controller_url
 from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources.config import ResourceConfig
 from fray_jupyter.resources.entrypoint import Entrypoint
-from fray_jupyter.resources.environment import EnvironmentConfig
 from fray_jupyter.resources.interop import coerce
 from fray_jupyter.resources.job import JobRequest
 
@@ -116,22 +119,10 @@ def default_name(job: JobRequest, bundle: bytes) -> str:
     return NAME_PREFIX + digest.hexdigest()[:8]
 
 
-def with_default_setup(job: JobRequest, workspace: str, setup: Callable[[EnvironmentConfig], str]) -> JobRequest:
-    """``job`` with ``setup(environment)`` as its one setup script when it has none and
-    ``workspace`` is a uv project; else ``job`` unchanged."""
-    environment = job.environment or EnvironmentConfig(workspace=workspace)
-    if environment.setup_scripts is not None or not (Path(workspace) / "pyproject.toml").is_file():
-        return job
-    return job.model_copy(update={"environment": environment.model_copy(update={"setup_scripts": [setup(environment)]})})
-
-
 def cell_plan(args: argparse.Namespace, cell: str, namespace: Mapping[str, Any], *, user: str | None,
-              revision_date: str | None = None,
-              default_setup: Callable[[EnvironmentConfig], str] | None = None) -> CellPlan:
-    """The plan for a parsed ``%%fray`` line and its cell (see the module's rules); ``revision_date``
-    is the ``client_revision_date`` to send (None: ``plan()``'s default). ``default_setup`` (for a
-    named cluster: Iris's uv-sync script) is the setup script of a job that has none when its
-    ``--workspace`` is a uv project (has ``pyproject.toml``), as Iris's own client adds it."""
+              parity: ClientParity = EMBEDDED) -> CellPlan:
+    """The plan for a parsed ``%%fray`` line and its cell (see the module's rules): ``parity`` is
+    what the target's client adds (``client.parity``; ``EMBEDDED`` adds nothing)."""
     check_body(cell)
     check_variable_name("-o", args.output)
     check_url("--controller", args.controller)
@@ -146,10 +137,11 @@ def cell_plan(args: argparse.Namespace, cell: str, namespace: Mapping[str, Any],
     try:
         job = job_from_args(args, Entrypoint.from_cell(cell), default_name=PLACEHOLDER_NAME, base=base,
                             base_name=f"--resources {args.resources}")
-        if default_setup is not None and args.workspace is not None:
-            job = with_default_setup(job, args.workspace, default_setup)
+        if parity.default_setup is not None and args.workspace is not None:
+            job = with_default_setup(job, args.workspace, parity.default_setup)
         if args.name is None:
             job = job.model_copy(update={"name": default_name(job, blob)})
-        return CellPlan(plan(job, user=user, bundle=blob, revision_date=revision_date), bundle)
+        return CellPlan(plan(job, user=user, bundle=blob, revision_date=parity.revision_date,
+                             runtime_setup=parity.runtime_setup), bundle)
     except ValueError as error:
         raise usage(str(error)) from None
