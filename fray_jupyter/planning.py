@@ -150,8 +150,15 @@ class Plan:
 
     @cached_property
     def request_text(self) -> str:
-        """The request in protobuf text format."""
-        return text_format.MessageToString(self.request)
+        """The request in protobuf text format, except that a workspace zip is not text: its
+        ``bundle_blob`` is shown empty, with a comment giving its size (so the text parses to the
+        request without it)."""
+        request = self.request
+        if not request.bundle_blob:
+            return text_format.MessageToString(request)
+        request.bundle_blob = b""
+        return text_format.MessageToString(request).replace(
+            '\nbundle_blob: ""\n', f'\nbundle_blob: ""  # {self.bundle_size} bytes: the workspace zip, not shown\n')
 
     @cached_property
     def request_json(self) -> str:

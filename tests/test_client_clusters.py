@@ -104,6 +104,32 @@ def test_a_local_kind_manifest_in_the_users_config_dir_runs_jobs_and_closes_with
     assert seen["answers_after_close"] is False  # the local cluster was closed with the client
 
 
+@needs_iris
+def test_a_cell_sends_the_current_directory_and_iris_s_setup_as_iris_job_run_does(tmp_path: Path) -> None:
+    """``%%fray --cluster twin`` from a uv project: the genuine Iris stores a bundle, the task finds
+    the project's files in its work dir, and the setup commands are those Iris's own client builds
+    for a job without setup scripts; ``--no-workspace`` sends neither; a directory over the cap is
+    one line."""
+    from iris.cluster.runtime.entrypoint import build_runtime_entrypoint
+    from iris.cluster.types import Entrypoint as IrisEntrypoint
+    from iris.cluster.types import EnvironmentSpec
+
+    seen = run_child("cells", marin_home(tmp_path, {"twin": TWIN_MANIFEST}), IRIS_USER="alice")
+    iris_own = build_runtime_entrypoint(IrisEntrypoint.from_command("true"), EnvironmentSpec().to_proto())
+    assert "[0] has-helper True bundle-id True" in seen["stdout"]
+    assert "bundled every file under it (minus caches and venvs): 2 files, 0.0 MiB zipped" in seen["stdout"]
+    assert seen["bundled"]["bundle_id"] != ""
+    assert seen["bundled"]["setup_commands"] == list(iris_own.setup_commands)  # uv sync, then runtime deps
+    assert len(seen["bundled"]["setup_commands"]) == 2
+    assert "[0] has-helper False bundle-id False" in seen["stdout"]
+    assert seen["bare"] == {"bundle_id": "", "setup_commands": [], "setup_scripts": []}
+    over_cap = seen["over_cap"]
+    assert "\n" not in over_cap and over_cap.startswith("%%fray: the current directory ")
+    assert "/tmp/big is sent as the workspace on a named cluster (as `iris job run` does), but it bundles to " \
+           "more than the 25.0 MiB cap (26.0 MiB); pass --workspace DIR to send a smaller directory, or " \
+           "--no-workspace to send none" in over_cap
+
+
 class Child:
     """``tests/cluster_child.py race`` with a private HOME, its stdout lines read as they come."""
 
