@@ -21,6 +21,13 @@ Rules:
 * ``submit(fn, *args, **kwargs)`` runs ``fn(*args, **kwargs)`` as a one-task job and returns its
   ``JobHandle`` (``.result()`` gives the value back). ``resources``, ``name`` and ``client`` are
   ``submit``'s own keywords; pass a function keyword of that name with ``functools.partial``.
+* The workspace, as in Marin's ``FrayIrisClient``: only the client's own ``workspace`` is bundled
+  (once, at the first submit, then sent with every job); a request's
+  ``EnvironmentConfig.workspace`` is not, and nothing is bundled by default (``iris job run``'s
+  current-directory bundle is the ``%%fray`` magic's, not the client's). ``submit(fn)`` sends none.
+* On a named cluster both also send what Marin's own client adds there (``client.parity``): its
+  revision date and runtime-deps script, and its default setup for a job without setup scripts
+  when the client's workspace is a uv project.
 """
 
 from __future__ import annotations
@@ -35,7 +42,10 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import JobAlreadyExists as ControllerJobAlreadyExists
 from fray_jupyter.client.handle import JobHandle
+from fray_jupyter.client.parity import parity_for
+from fray_jupyter.iris.bundle import create_workspace_zip
 from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.setup import with_default_setup
 from fray_jupyter.planning import plan
 from fray_jupyter.resources.config import ResourceConfig
 from fray_jupyter.resources.entrypoint import Entrypoint
@@ -172,19 +182,37 @@ class FrayJobHandle:
 
 class FrayProtocolClient:
     """``fray.client.Client`` for jobs, over one controller (see the module rules). ``user``
-    names the submitter (default: ``$IRIS_USER``, else the OS user)."""
+    names the submitter (default: ``$IRIS_USER``, else the OS user); ``workspace`` is the
+    directory bundled with every job (default: none)."""
 
-    def __init__(self, client: FrayClient, *, user: str | None = None) -> None:
+    def __init__(self, client: FrayClient, *, user: str | None = None,
+                 workspace: str | Path | None = None) -> None:
         self.client = client
         self.user = user
+        self.workspace = workspace
+        self._bundle: bytes | None = None
 
     def __repr__(self) -> str:
         return f"FrayProtocolClient({self.client.url!r})"
 
+    def _workspace_zip(self) -> bytes:
+        """The workspace zip sent with every job (built at the first call; ``b""`` without a
+        workspace); ``ValueError`` when the workspace is missing or over the cap."""
+        if self._bundle is None:
+            self._bundle = create_workspace_zip(self.workspace).blob if self.workspace is not None else b""
+        return self._bundle
+
     def submit(self, request: JobRequest | object, adopt_existing: bool = True) -> FrayJobHandle:
-        """Plan and send ``request``; the handle of the job (an unfinished one of the same name
-        when ``adopt_existing``)."""
-        planned = plan(request, user=self.user, existing_job_policy="keep" if adopt_existing else "unspecified")
+        """Plan and send ``request`` with the client's workspace and what the target's own client
+        adds (module rules); the handle of the job (an unfinished one of the same name when
+        ``adopt_existing``)."""
+        parity = parity_for(self.client.cluster_name)
+        job = coerce(request, JobRequest)
+        if parity.default_setup is not None and self.workspace is not None:
+            job = with_default_setup(job, self.workspace, parity.default_setup)
+        planned = plan(job, user=self.user, existing_job_policy="keep" if adopt_existing else "unspecified",
+                       bundle=self._workspace_zip(), revision_date=parity.revision_date,
+                       runtime_setup=parity.runtime_setup)
         try:
             job_id = self.client.submit(planned)
         except ControllerJobAlreadyExists:
@@ -209,12 +237,14 @@ class FrayProtocolClient:
         self.client.close()
 
 
-def fray_client(url: str | None = None, token: str | None = None, *, user: str | None = None) -> FrayProtocolClient:
+def fray_client(url: str | None = None, token: str | None = None, *, user: str | None = None,
+                workspace: str | Path | None = None) -> FrayProtocolClient:
     """A Fray ``Client`` on the controller ``connect(url, token)`` finds (the embedded one unless
-    told otherwise); pass it to Marin's ``fray.current_client.set_current_client``."""
+    told otherwise), bundling ``workspace`` with every job as ``FrayIrisClient(..., workspace=)``
+    does; pass it to Marin's ``fray.current_client.set_current_client``."""
     from fray_jupyter.client.discovery import connect
 
-    return FrayProtocolClient(connect(url, token), user=user)
+    return FrayProtocolClient(connect(url, token), user=user, workspace=workspace)
 
 
 def default_call_name(fn: Callable[..., Any]) -> str:
@@ -235,4 +265,6 @@ def submit(fn: Callable[..., Any], *args: Any, resources: ResourceConfig | objec
         client = connect()
     job = JobRequest(name=name or default_call_name(fn), entrypoint=Entrypoint.from_callable(fn, args, kwargs),
                      resources=coerce(resources, ResourceConfig) if resources is not None else SUBMIT_RESOURCES)
-    return JobHandle(client.submit(plan(job)), client)
+    parity = parity_for(client.cluster_name)
+    return JobHandle(client.submit(plan(job, revision_date=parity.revision_date, runtime_setup=parity.runtime_setup)),
+                     client)

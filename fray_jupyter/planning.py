@@ -150,8 +150,15 @@ class Plan:
 
     @cached_property
     def request_text(self) -> str:
-        """The request in protobuf text format."""
-        return text_format.MessageToString(self.request)
+        """The request in protobuf text format, except that a workspace zip is not text: its
+        ``bundle_blob`` is shown empty, with a comment giving its size (so the text parses to the
+        request without it)."""
+        request = self.request
+        if not request.bundle_blob:
+            return text_format.MessageToString(request)
+        request.bundle_blob = b""
+        return text_format.MessageToString(request).replace(
+            '\nbundle_blob: ""\n', f'\nbundle_blob: ""  # {self.bundle_size} bytes: the workspace zip, not shown\n')
 
     @cached_property
     def request_json(self) -> str:
@@ -166,12 +173,14 @@ def plan(
     existing_job_policy: str | int = "keep",
     revision_date: str | None = None,
     bundle: bytes = b"",
+    runtime_setup: str | None = None,
 ) -> Plan:
     """The ``Plan`` for ``job`` (fray-jupyter's ``JobRequest`` or Marin's ``fray.types.JobRequest``)
     submitted by ``user`` (default: ``$IRIS_USER``, else the OS user), with ``bundle`` (a workspace
-    zip, see ``iris.bundle``) as the request's ``bundle_blob``. Raises ``ValueError`` with a
-    message for anything Fray or Iris would reject."""
+    zip, see ``iris.bundle``) as the request's ``bundle_blob`` and ``runtime_setup`` (Iris's
+    runtime-deps script, for a named cluster) after the job's setup scripts. Raises ``ValueError``
+    with a message for anything Fray or Iris would reject."""
     translation = translate(coerce(job, JobRequest), user=user, existing_job_policy=existing_job_policy,
-                            revision_date=revision_date, bundle=bundle)
+                            revision_date=revision_date, bundle=bundle, runtime_setup=runtime_setup)
     groups = task_groups(translation.job.resources, translation.replicas, translation.coscheduling)
     return Plan(translation, groups, translation.request.SerializeToString())

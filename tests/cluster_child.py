@@ -6,6 +6,12 @@ Scenarios:
 * ``twin``: the local-kind manifest ``twin`` resolved by name (Iris starts a genuine local
   cluster); a job run, followed and listed, another cancelled; the resolution counted and checked
   closed with the client.
+* ``cells``: ``%%fray --cluster twin --wait`` in an IPython shell whose current directory is a uv
+  project, with and without ``--no-workspace``; what each task saw, and the request the genuine Iris
+  stored for each job (read back with Iris's own RPC client); then the same from a directory over
+  the bundle cap.
+* ``race``: resolve ``twin`` when the parent says "go" on stdin (after this process said "ready"),
+  print the URL and how many Iris local clusters this process started, close on the next line.
 * ``edge``: an IAP-fronted manifest ``edge`` whose edge is a recording forwarder to a real Iris
   controller (``$UPSTREAM``). The login record in the credential store holds a refresh token; Google's
   token endpoint is out of reach here, so ``google.oauth2.credentials.Credentials.refresh`` — the
@@ -87,6 +93,73 @@ def twin() -> dict[str, Any]:
     return out
 
 
+CELL = """\
+import os
+print("has-helper", os.path.isfile(os.path.join(os.environ["IRIS_WORKDIR"], "helper.py")),
+      "bundle-id", bool(os.environ.get("IRIS_BUNDLE_ID")))
+"""
+
+
+def cells() -> dict[str, Any]:
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    from iris.rpc import controller_pb2
+    from iris.rpc.controller_connect import ControllerServiceClientSync
+
+    project = Path(os.environ["TMPDIR"]) / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'w'\nversion = '0'\n")
+    (project / "helper.py").write_text("VALUE = 42\n")
+    os.chdir(project)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "fray_jupyter")
+    out: dict[str, Any] = {}
+    with capture_output() as captured:
+        shell.run_cell_magic("fray", "--cluster twin --wait --name bundled", CELL)
+        shell.run_cell_magic("fray", "--cluster twin --wait --no-workspace --name bare", CELL)
+    out["stdout"] = captured.stdout
+    client = shell.find_magic("fray", "line").__self__.client(cluster="twin")
+    iris = ControllerServiceClientSync(client.url)
+    for name in ("bundled", "bare"):
+        stored = iris.get_job_status(controller_pb2.Controller.GetJobStatusRequest(job_id=f"/alice/{name}"),
+                                     headers=dict(client.cluster.headers()) if client.cluster else None).request
+        out[name] = {"bundle_id": stored.bundle_id, "setup_commands": list(stored.entrypoint.setup_commands),
+                     "setup_scripts": list(stored.environment.setup_scripts)}
+    big = Path(os.environ["TMPDIR"]) / "big"
+    big.mkdir()
+    (big / "blob.bin").write_bytes(os.urandom(26 * 2**20))
+    os.chdir(big)
+    try:
+        shell.run_cell_magic("fray", "--cluster twin --name big", "x = 1\n")
+    except UsageError as error:
+        out["over_cap"] = str(error)
+    client.close()
+    return out
+
+
+def race() -> dict[str, Any]:
+    from iris.cli import connect as iris_connect
+
+    from fray_jupyter.client.clusters import NamedCluster
+
+    starts: list[str] = []
+    real_start = iris_connect.LocalCluster.start
+
+    def counting_start(self: Any) -> Any:
+        starts.append("twin")
+        return real_start(self)
+
+    iris_connect.LocalCluster.start = counting_start
+    print("ready", flush=True)
+    sys.stdin.readline()
+    cluster = NamedCluster("twin")
+    print(json.dumps({"url": cluster.url, "starts": len(starts)}), flush=True)
+    sys.stdin.readline()
+    cluster.close()
+    return {"closed": True}
+
+
 def fake_google_refresh(lifetime: float, expired: bool) -> list[str]:
     """Replace the OAuth refresh rigging's IAP provider makes (see the module docstring)."""
     import google.auth.exceptions
@@ -157,4 +230,4 @@ def edge() -> dict[str, Any]:
 
 if __name__ == "__main__":
     count_resolutions()
-    print(json.dumps({"twin": twin, "edge": edge}[sys.argv[1]]()), flush=True)
+    print(json.dumps({"twin": twin, "cells": cells, "race": race, "edge": edge}[sys.argv[1]]()), flush=True)

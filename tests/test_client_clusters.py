@@ -10,18 +10,24 @@ refresh call rigging's provider makes (``tests/cluster_child.py``)."""
 from __future__ import annotations
 
 import importlib.metadata
+import json
+import queue
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fray_jupyter.client import clusters
+from fray_jupyter.client import clusters, parity
 from fray_jupyter.client.clusters import CLUSTER_ENV, MARIN_CLUSTER_ENV, chosen_cluster
 from fray_jupyter.client.discovery import URL_ENV, connect
 from fray_jupyter.client.errors import ClusterUnavailable
 from fray_jupyter.controller.iris_local import unavailable_reason
-from tests.marin_home import TWIN_MANIFEST, marin_home, run_child
+from fray_jupyter.file_lock import exclusive
+from tests.marin_home import REPO, TWIN_MANIFEST, child_env, marin_home, run_child
 from tests.real_iris import real_iris_controller
 
 needs_iris = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
@@ -98,6 +104,93 @@ def test_a_local_kind_manifest_in_the_users_config_dir_runs_jobs_and_closes_with
     assert seen["answers_after_close"] is False  # the local cluster was closed with the client
 
 
+@needs_iris
+def test_a_cell_sends_the_current_directory_and_iris_s_setup_as_iris_job_run_does(tmp_path: Path) -> None:
+    """``%%fray --cluster twin`` from a uv project: the genuine Iris stores a bundle, the task finds
+    the project's files in its work dir, and the setup commands are those Iris's own client builds
+    for a job without setup scripts; ``--no-workspace`` sends neither; a directory over the cap is
+    one line."""
+    from iris.cluster.runtime.entrypoint import build_runtime_entrypoint
+    from iris.cluster.types import Entrypoint as IrisEntrypoint
+    from iris.cluster.types import EnvironmentSpec
+
+    seen = run_child("cells", marin_home(tmp_path, {"twin": TWIN_MANIFEST}), IRIS_USER="alice")
+    iris_own = build_runtime_entrypoint(IrisEntrypoint.from_command("true"), EnvironmentSpec().to_proto())
+    assert "[0] has-helper True bundle-id True" in seen["stdout"]
+    assert "bundled every file under it (minus caches and venvs): 2 files, 0.0 MiB zipped" in seen["stdout"]
+    assert seen["bundled"]["bundle_id"] != ""
+    assert seen["bundled"]["setup_commands"] == list(iris_own.setup_commands)  # uv sync, then runtime deps
+    assert len(seen["bundled"]["setup_commands"]) == 2
+    assert "[0] has-helper False bundle-id False" in seen["stdout"]
+    assert seen["bare"] == {"bundle_id": "", "setup_commands": [], "setup_scripts": []}
+    over_cap = seen["over_cap"]
+    assert "\n" not in over_cap and over_cap.startswith("%%fray: the current directory ")
+    assert "/tmp/big is sent as the workspace on a named cluster (as `iris job run` does), but it bundles to " \
+           "more than the 25.0 MiB cap (26.0 MiB); pass --workspace DIR to send a smaller directory, or " \
+           "--no-workspace to send none" in over_cap
+
+
+class Child:
+    """``tests/cluster_child.py race`` with a private HOME, its stdout lines read as they come."""
+
+    def __init__(self, home: Path, log: Path) -> None:
+        self.log = log
+        self.process = subprocess.Popen(
+            [sys.executable, str(REPO / "tests" / "cluster_child.py"), "race"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=log.open("w"), text=True, env=child_env(home))
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.strip())
+        self.lines.put("")  # the child closed its stdout: exited
+
+    def line(self) -> str:
+        line = self.lines.get(timeout=180)
+        assert line, f"the child exited ({self.process.wait()}): {self.log.read_text()[-3000:]}"
+        return line
+
+    def say(self, word: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(word + "\n")
+        self.process.stdin.flush()
+
+
+@needs_iris
+def test_processes_resolving_one_local_kind_name_at_the_same_instant_share_one_cluster(tmp_path: Path) -> None:
+    home = marin_home(tmp_path, {"twin": TWIN_MANIFEST})
+    children = [Child(home, tmp_path / f"child-{i}.log") for i in range(2)]
+    try:
+        assert [child.line() for child in children] == ["ready", "ready"]
+        for child in children:
+            child.say("go")
+        seen = [json.loads(child.line()) for child in children]
+        for child in children:
+            child.say("close")
+        assert [json.loads(child.line()) for child in children] == [{"closed": True}] * 2
+    finally:
+        for child in children:
+            if child.process.poll() is None:
+                child.process.kill()
+            child.process.wait(timeout=60)
+    assert sorted(found["starts"] for found in seen) == [0, 1]  # one Iris local cluster started
+    assert seen[0]["url"] == seen[1]["url"]
+
+
+@needs_iris
+def test_a_resolution_that_cannot_take_the_lock_in_time_is_one_line(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    lock = clusters.resolve_lock_file("held")
+    assert lock == tmp_path / "fray-cluster-held.lock"
+    with exclusive(lock), pytest.raises(ClusterUnavailable) as caught:
+        clusters.NamedCluster("held", lock_timeout=0.2)
+    assert str(caught.value) == (f"cluster held: another process has been resolving this cluster for over 0.2 s "
+                                 f"(it holds {lock}); try again once it is done")
+
+
 # -- an IAP-fronted manifest: the credential store, token refresh, expired logins ---------------------
 def edge_home(tmp_path: Path) -> Path:
     return marin_home(tmp_path, {}, {"edge": {"endpoint": "https://edge.example", "edge_refresh_token": "refresh-1"}})
@@ -143,5 +236,5 @@ def test_a_named_cluster_gets_the_revision_date_of_the_installed_iris(monkeypatc
 
     monkeypatch.setattr(version, "_CACHED", None)
     monkeypatch.setenv("IRIS_REVISION_DATE", "2031-02-03")
-    assert clusters.iris_revision_date() == version.client_revision_date() == "2031-02-03"
+    assert parity.parity_for("any").revision_date == version.client_revision_date() == "2031-02-03"
     monkeypatch.setattr(version, "_CACHED", None)

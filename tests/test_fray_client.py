@@ -160,6 +160,27 @@ def test_marin_code_runs_unchanged_through_fray_client(embedded: ControllerProce
     assert {h.job_id for h in handles} <= listed
 
 
+def _has_helper() -> bool:
+    return Path(os.environ["IRIS_WORKDIR"], "helper.py").is_file()
+
+
+def test_only_the_clients_own_workspace_is_bundled_as_by_marins_fray_iris_client(embedded_client: FrayClient,
+                                                                                 tmp_path: Path) -> None:
+    """``FrayIrisClient(url, workspace=DIR)`` bundles DIR with every job; a request's own
+    ``EnvironmentConfig.workspace`` is not bundled, and by default nothing is."""
+    import fray.types as fray_types
+
+    (tmp_path / "helper.py").write_text("VALUE = 42\n")
+    bundling = FrayProtocolClient(embedded_client, workspace=tmp_path)
+    handles = [bundling.submit(_marin_job(f"ws-{uuid.uuid4().hex[:6]}-{i}", _has_helper)) for i in range(2)]
+    assert [handle.result(timeout=120) for handle in handles] == [True, True]
+    named_in_request = fray_types.JobRequest(
+        name=f"env-ws-{uuid.uuid4().hex[:6]}", entrypoint=fray_types.Entrypoint.from_callable(_has_helper),
+        resources=fray_types.ResourceConfig(cpu=1, ram="256m", disk="1g"),
+        environment=fray_types.create_environment(workspace=str(tmp_path)))
+    assert FrayProtocolClient(embedded_client).submit(named_in_request).result(timeout=120) is False
+
+
 def test_fray_semantics_of_failure_stop_logs_and_names(embedded_client: FrayClient) -> None:
     import fray.client as fray_client_module
     import fray.types as fray_types

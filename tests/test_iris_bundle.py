@@ -10,8 +10,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from google.protobuf import text_format
 
-from fray_jupyter.iris.bundle import MAX_BUNDLE_SIZE_BYTES, create_workspace_zip
+from fray_jupyter.iris.bundle import MAX_BUNDLE_SIZE_BYTES, BundleTooLarge, create_workspace_zip
+from fray_jupyter.iris.request import LaunchJobRequest
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.assertions import one_line_value_error
@@ -47,11 +49,14 @@ def test_a_plain_directory_bundles_every_file_and_says_so(tmp_path: Path) -> Non
     assert "is not a git work tree" in bundle.note
 
 
-def test_the_cap_names_the_size(tmp_path: Path) -> None:
+def test_the_cap_names_the_directory_the_size_and_the_cap(tmp_path: Path) -> None:
     (tmp_path / "data.bin").write_bytes(os.urandom(100_000))
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(BundleTooLarge) as raised:
         create_workspace_zip(tmp_path, max_bytes=1000)
-    one_line_value_error(raised, str(tmp_path), "MiB cap (0.", "MiB")
+    error = raised.value
+    assert isinstance(error, ValueError) and "\n" not in str(error)
+    assert str(tmp_path) in str(error) and "more than the 0.0 MiB cap (0.1 MiB)" in str(error)
+    assert (error.directory, error.cap, error.reached) == (tmp_path.resolve(), 1000, "0.1 MiB")
     assert MAX_BUNDLE_SIZE_BYTES == 25 * 2**20
 
 
@@ -68,3 +73,15 @@ def test_plan_sends_the_bundle_as_bundle_blob(tmp_path: Path) -> None:
     with_bundle, without = plan(job, user="u", bundle=bundle.blob), plan(job, user="u")
     assert with_bundle.request.bundle_blob == bundle.blob and with_bundle.bundle_size == len(bundle.blob)
     assert without.request.bundle_blob == b"" and without.bundle_size == 0
+    assert bundle.summary == f"{bundle.note}: 1 files, 0.0 MiB zipped"
+
+
+def test_the_request_text_shows_a_bundle_as_its_size_not_its_bytes(tmp_path: Path) -> None:
+    (tmp_path / "data.bin").write_bytes(os.urandom(50_000))
+    bundle = create_workspace_zip(tmp_path)
+    job = JobRequest(name="b", entrypoint=Entrypoint.from_cell("x = 1"), resources=ResourceConfig())
+    shown = plan(job, user="u", bundle=bundle.blob)
+    assert f'\nbundle_blob: ""  # {len(bundle.blob)} bytes: the workspace zip, not shown\n' in shown.request_text
+    assert len(shown.request_text) < 2000  # the zip is not in it
+    parsed = text_format.Parse(shown.request_text, LaunchJobRequest())
+    assert parsed == plan(job, user="u").request  # the rest of the request, as sent

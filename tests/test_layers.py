@@ -13,8 +13,8 @@ from typing import Final
 
 from tests.import_graph import PACKAGE, imports, modules
 
-BASE: Final = frozenset({"lazy", "runtime_file"})
-"""Helpers every layer may use (lazy exports, the controller's runtime file format)."""
+BASE: Final = frozenset({"lazy", "runtime_file", "file_lock"})
+"""Helpers every layer may use (lazy exports, the controller's runtime file format, file locks)."""
 ALLOWED: Final[dict[str, frozenset[str]]] = {
     "resources": frozenset(),
     "cluster": frozenset(),

@@ -4,11 +4,13 @@ job, cancelling (line magic and the panel's button), settings, and the error con
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -295,8 +297,8 @@ def test_generated_help_lists_every_flag(ip: InteractiveShell) -> None:
     help_text = ip.find_cell_magic("fray").__doc__
     for flag in ("--tpu", "--slices", "--gpu", "--cpu", "--memory", "--disk", "--replicas", "--region", "--zone",
                  "--any-region", "--non-preemptible", "--alternative", "--env", "--image", "--priority",
-                 "--max-retries", "--name", "--controller", "--resources", "--workspace", "--dry-run", "--wait",
-                 "-o VAR"):
+                 "--max-retries", "--name", "--controller", "--resources", "--workspace", "--no-workspace",
+                 "--dry-run", "--wait", "-o VAR"):
         assert flag in help_text
     with capture_output() as captured:
         ip.run_cell("%%fray?")
@@ -346,6 +348,7 @@ BAD_CELLS: list[tuple[str, str, str]] = [
     ("--controller ftp://example", "x = 1", "'ftp://example'"),
     ("--workspace /no/such/dir", "x = 1", "'/no/such/dir' is not a directory"),
     ("--workspace {big}", "x = 1", "MiB"),
+    ("--workspace . --no-workspace", "x = 1", "argument --no-workspace: not allowed with argument --workspace"),
     ("", "", "the cell body is empty"),  # IPython's own check (%fray is also a line magic)
     ("--tpu v5p-8", "   \n\t\n", "the cell is empty"),
     ("", "%time x = 1", "%magics and !shell lines are not available"),
@@ -438,7 +441,7 @@ def test_a_cell_for_a_named_cluster_gets_iris_s_uv_setup_and_revision_date(ip: I
     """As ``iris job run`` builds it: a uv-project workspace without setup scripts gets Iris's uv-sync
     script, and the revision date is the installed marin-iris's. The embedded default adds neither.
     A dry run resolves no cluster."""
-    from iris.cluster.setup_scripts import default_setup_script
+    from iris.cluster.setup_scripts import default_setup_script, iris_runtime_setup_script
     from iris.version import client_revision_date
 
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'w'\nversion = '0'\n")
@@ -448,5 +451,47 @@ def test_a_cell_for_a_named_cluster_gets_iris_s_uv_setup_and_revision_date(ip: I
     sent = ip.user_ns["on_cluster"].request
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert list(sent.environment.setup_scripts) == [default_setup_script(python_version=python)]
+    assert list(sent.entrypoint.setup_commands) == [default_setup_script(python_version=python),
+                                                    iris_runtime_setup_script()]
     assert sent.client_revision_date == client_revision_date()
-    assert list(ip.user_ns["embedded"].request.environment.setup_scripts) == []
+    embedded = ip.user_ns["embedded"].request
+    assert list(embedded.environment.setup_scripts) == list(embedded.entrypoint.setup_commands) == []
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+def test_a_cell_for_a_named_cluster_sends_the_current_directory_unless_told_not_to(
+        ip: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As ``iris job run`` bundles its current directory; the dry run says what it holds. The
+    embedded default and ``--no-workspace`` send none."""
+    (tmp_path / "helper.py").write_text("VALUE = 42\n")
+    (tmp_path / "scratch.ipynb").write_text("{}")  # Iris's exclusions apply
+    monkeypatch.chdir(tmp_path)
+    with capture_output() as captured:
+        fray(ip, "--dry-run --cluster not-resolved --name cwd -o on_cluster", "import helper\n")
+    (output,) = captured.outputs
+    request = ip.user_ns["on_cluster"].request
+    with zipfile.ZipFile(io.BytesIO(request.bundle_blob)) as archive:
+        assert archive.namelist() == ["helper.py"]
+    size = f"{len(request.bundle_blob) / 2**20:.1f} MiB"
+    shown = f"workspace: {tmp_path} is not a git work tree: bundled every file under it (minus caches and venvs): " \
+            f"1 files, {size} zipped"
+    assert output.data["text/plain"].startswith(shown + "\n")
+    assert f'<div class="fray-workspace"><code>{shown}</code></div>' in output.data["text/html"]
+    assert list(request.environment.setup_scripts) == []  # not a uv project: no uv sync
+    with capture_output() as captured:
+        fray(ip, "--dry-run --cluster not-resolved --no-workspace --name cwd -o opted_out", "import helper\n")
+        fray(ip, "--dry-run --name cwd -o embedded", "import helper\n")
+    assert ip.user_ns["opted_out"].request.bundle_blob == ip.user_ns["embedded"].request.bundle_blob == b""
+    assert "workspace:" not in captured.outputs[0].data["text/plain"]
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+def test_a_current_directory_over_the_cap_is_one_line_with_the_ways_out(
+        ip: InteractiveShell, namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(namespace)
+    with pytest.raises(UsageError) as raised:
+        fray(ip, "--cluster not-resolved --name big", "x = 1\n")
+    one_usage_line(raised, f"the current directory {Path(namespace).resolve()} is sent as the workspace on a named "
+                           "cluster (as `iris job run` does), but it bundles to more than the 25.0 MiB cap (", "%%fray")
+    one_usage_line(raised, "MiB); pass --workspace DIR to send a smaller directory, or --no-workspace to send none",
+                   "%%fray")

@@ -26,7 +26,11 @@ Rules:
   kernel and the Jupyter server see the same jobs, the process that started one records its URL in
   ``<jupyter runtime dir>/fray-cluster-<name>.json`` (mode 0600, with its pid) until it closes it,
   and another process resolving the same name while that process lives is given that URL
-  (``connect_controller(controller_url=..., cluster_name=NAME)``, still Iris's code).
+  (``connect_controller(controller_url=..., cluster_name=NAME)``, still Iris's code). Each
+  resolution ("read the record, else start the cluster and write the record") holds an exclusive
+  lock on ``fray-cluster-<name>.lock`` beside it, so processes resolving one name at the same
+  instant share one cluster; a process that cannot take the lock within ``RESOLVE_LOCK_TIMEOUT``
+  seconds gets one ``ClusterUnavailable`` line naming the lock file.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from fray_jupyter.client.errors import AuthenticationFailed, ClusterUnavailable, LoginRequired
+from fray_jupyter.file_lock import LockTimeout, exclusive
 from fray_jupyter.runtime_file import (
     ControllerInfo,
     read_runtime_file,
@@ -58,6 +63,9 @@ MARIN_CLUSTER_ENV: Final[str] = "MARIN_CLUSTER"
 EXTRA: Final[str] = "pip install 'fray-jupyter[marin]'"
 CLUSTER_NAME: Final[re.Pattern[str]] = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 """A cluster name as Iris's config dirs hold them: a manifest's file name without ``.yaml``."""
+RESOLVE_LOCK_TIMEOUT: Final[float] = 120.0
+"""Seconds a resolution waits for another process's resolution of the same name (a local cluster
+starting, a tunnel opening) before giving up."""
 
 
 def cluster_from_env() -> str | None:
@@ -81,6 +89,11 @@ def shared_cluster_file(name: str) -> Path:
     return runtime_file_path().with_name(f"fray-cluster-{name}.json")
 
 
+def resolve_lock_file(name: str) -> Path:
+    """The lock held while cluster ``name`` is resolved (module rules), beside its shared record."""
+    return shared_cluster_file(name).with_suffix(".lock")
+
+
 def login_command(name: str) -> str:
     """The ``iris`` command that logs in to cluster ``name`` (``--cluster`` is a group option)."""
     return f"iris --cluster {name} login"
@@ -98,28 +111,6 @@ def marin_unavailable() -> str | None:
     return None
 
 
-def iris_revision_date() -> str | None:
-    """The ``client_revision_date`` the installed marin-iris's own client sends (its build date, or
-    ``$IRIS_REVISION_DATE``), or None without Marin's Iris (then ``plan()``'s default is sent)."""
-    if marin_unavailable() is not None:
-        return None
-    from iris.version import client_revision_date
-
-    return str(client_revision_date()) or None
-
-
-def uv_setup_script(environment: Any) -> str:
-    """Iris's default uv-sync setup script for ``environment`` (a Fray ``EnvironmentConfig``: its
-    extras, pip packages and workspace members to sync), for this Python's version — what Iris's
-    own client adds when a job has no setup scripts (``iris.cluster.setup_scripts``)."""
-    from iris.cluster.setup_scripts import default_setup_script
-
-    return str(default_setup_script(
-        extras=list(environment.extras), pip_packages=list(environment.pip_packages),
-        python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
-        packages=list(environment.sync_packages) or None))
-
-
 def _login_errors() -> tuple[type[BaseException], ...]:
     """rigging's "cannot mint a token without a (new) login" errors."""
     from rigging.auth import IapCredentialsUnavailable, IapLoginRequired  # type: ignore[import-untyped]
@@ -131,8 +122,9 @@ class NamedCluster:
     """One resolution of cluster ``name`` (see the module rules): ``url``, ``headers()`` for each
     call, ``reopen()`` after an authentication failure, ``close()``. Thread-safe."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, lock_timeout: float = RESOLVE_LOCK_TIMEOUT) -> None:
         self.name = name
+        self.lock_timeout = lock_timeout
         self._lock = threading.Lock()
         self._endpoint: Any = None
         self._shared = False  # the local cluster another process started and shares
@@ -196,6 +188,15 @@ class NamedCluster:
         reason = marin_unavailable()
         if reason is not None:
             raise ClusterUnavailable(reason, url=self.label)
+        try:
+            with exclusive(resolve_lock_file(self.name), self.lock_timeout):
+                return self._connect()
+        except LockTimeout as error:
+            raise ClusterUnavailable(f"another process has been resolving this cluster for over {error.timeout:g} s "
+                                     f"(it holds {error.path}); try again once it is done", url=self.label) from None
+
+    def _connect(self) -> Any:
+        """Iris's endpoint for the name: the shared local cluster's, else a new resolution."""
         import click
         from iris.cli.connect import connect_controller
 

@@ -18,17 +18,16 @@ quotes the end of its log. (POSIX only, like the controller's process groups.)
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from fray_jupyter.client.errors import ControllerStartFailed, ControllerUnreachable
+from fray_jupyter.file_lock import exclusive
 from fray_jupyter.runtime_file import (
     AUTO_IDLE_TIMEOUT_S,
     IDLE_ENV,
@@ -99,7 +98,7 @@ def start_controller(runtime_file: Path | None = None, state: Path | None = None
     runtime_file = runtime_file or runtime_file_path()
     state = state or state_dir()
     state.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with _exclusive(state / LOCK_FILE):
+    with exclusive(state / LOCK_FILE):
         info = read_runtime_file(runtime_file)
         if info is not None:
             return info
@@ -110,16 +109,6 @@ def start_controller(runtime_file: Path | None = None, state: Path | None = None
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         _started.append(process)
         return _await_runtime_file(process, runtime_file, log_path, timeout)
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    with open(os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _await_runtime_file(process: subprocess.Popen[bytes], runtime_file: Path, log_path: Path,

@@ -10,7 +10,8 @@ Rules (restating ``iris.cluster.client.bundle``):
   ``tests/`` and ``docs/``: Iris's default exclusions).
 * Entries are stored relative to the directory, deflated, in sorted order.
 * The zip must not exceed ``MAX_BUNDLE_SIZE_BYTES`` (25 MiB, Iris's controller cap): building stops
-  as soon as it does, and the ``ValueError`` names the directory, the size reached and the cap.
+  as soon as it does, and the ``BundleTooLarge`` error names the directory, the size reached and the
+  cap.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ EXCLUDE: Final[re.Pattern[str]] = re.compile(
 """Iris's ``DEFAULT_EXCLUDE``: matched against each path relative to the directory, with '/'."""
 
 
+def mib(num_bytes: int) -> str:
+    """``num_bytes`` in MiB with one decimal: ``25.0 MiB``."""
+    return f"{num_bytes / 2**20:.1f} MiB"
+
+
 @dataclass(frozen=True)
 class WorkspaceBundle:
     """The zip's bytes, the relative paths it holds, and a note on how they were chosen."""
@@ -48,6 +54,23 @@ class WorkspaceBundle:
     blob: bytes
     files: tuple[str, ...]
     note: str
+
+    @property
+    def summary(self) -> str:
+        """What is sent, in one line: the note, the file count and the zip's size."""
+        return f"{self.note}: {len(self.files)} files, {mib(len(self.blob))} zipped"
+
+
+class BundleTooLarge(ValueError):
+    """``directory`` bundles to more than ``cap`` bytes: ``reached`` says how far it got (the size,
+    and the files written when it stopped early)."""
+
+    def __init__(self, directory: Path, reached: str, cap: int) -> None:
+        self.directory = directory
+        self.reached = reached
+        self.cap = cap
+        super().__init__(f"workspace {directory} bundles to more than the {mib(cap)} cap ({reached}); "
+                         ".gitignore large files or bundle a smaller directory")
 
 
 def _git_files(directory: Path) -> list[str] | None:
@@ -72,13 +95,10 @@ def workspace_files(directory: Path) -> tuple[list[str], str]:
     return files, note
 
 
-def _mib(num_bytes: int) -> str:
-    return f"{num_bytes / 2**20:.1f} MiB"
-
-
 def create_workspace_zip(directory: str | Path, *, max_bytes: int | None = None) -> WorkspaceBundle:
     """Bundle ``directory`` by the module's rules; ``max_bytes`` defaults to ``MAX_BUNDLE_SIZE_BYTES``.
-    Raises ``ValueError`` when the directory is missing or the zip would be too big."""
+    Raises ``ValueError`` when the directory is missing, ``BundleTooLarge`` when the zip would be
+    too big."""
     root = Path(directory).expanduser()
     if not root.is_dir():
         raise ValueError(f"workspace {str(directory)!r} is not a directory")
@@ -91,11 +111,8 @@ def create_workspace_zip(directory: str | Path, *, max_bytes: int | None = None)
             archive.write(root / name, name)
             if buffer.tell() > cap:
                 so_far = "" if done == len(files) else f" after {done} of {len(files)} files"
-                raise ValueError(f"workspace {root} bundles to more than the {_mib(cap)} cap "
-                                 f"({_mib(buffer.tell())}{so_far}); .gitignore large files or "
-                                 f"bundle a smaller directory")
+                raise BundleTooLarge(root, f"{mib(buffer.tell())}{so_far}", cap)
     blob = buffer.getvalue()
     if len(blob) > cap:
-        raise ValueError(f"workspace {root} bundles to {_mib(len(blob))}, over the {_mib(cap)} cap; "
-                         f".gitignore large files or bundle a smaller directory")
+        raise BundleTooLarge(root, mib(len(blob)), cap)
     return WorkspaceBundle(blob, tuple(files), note)

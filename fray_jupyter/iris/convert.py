@@ -149,7 +149,9 @@ class EnvironmentSpec:
         """Wire form: Iris defaults overridden by ``env_vars``; blank setup scripts dropped.
 
         ``setup_scripts=None`` sends no setup: fray-jupyter ships no uv-sync script (a notebook is
-        not a uv workspace), where Marin's client would generate one. See tests/conformance.
+        not a uv workspace), where Marin's client would generate one; a job for a named cluster whose
+        workspace is a uv project gets Iris's before it is converted (``iris.setup``). See
+        tests/conformance.
         """
         return job_pb2.EnvironmentConfig(
             env_vars={**self.iris_defaults(), **self.env_vars},

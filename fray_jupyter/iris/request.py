@@ -24,6 +24,7 @@ from fray_jupyter.iris.convert import (
 )
 from fray_jupyter.iris.coscheduling import CoschedulingConfig, resolve_coscheduling
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris.setup import setup_commands
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.resources.devices import CpuConfig, TpuConfig
 from fray_jupyter.resources.job import JobRequest
@@ -170,9 +171,12 @@ def translate(
     existing_job_policy: str | int = "keep",
     revision_date: str | None = None,
     bundle: bytes = b"",
+    runtime_setup: str | None = None,
 ) -> Translation:
     """Run every Fray -> Iris step for ``job`` and keep the results (see ``build_launch_request``).
-    ``bundle`` is the workspace zip sent as ``bundle_blob`` (``iris.bundle.create_workspace_zip``)."""
+    ``bundle`` is the workspace zip sent as ``bundle_blob`` (``iris.bundle.create_workspace_zip``);
+    ``runtime_setup`` is the runtime-deps script that follows the job's setup scripts in
+    ``entrypoint.setup_commands`` (``iris.setup.setup_commands``; None: nothing follows them)."""
     resources = job.resources
     user = resolve_user(user)
     spec = convert_resources(resources)
@@ -192,7 +196,7 @@ def translate(
 
     request = LaunchJobRequest(
         name=job_id(user, job.name),
-        entrypoint=entrypoint.to_proto(list(env_proto.setup_scripts)),
+        entrypoint=entrypoint.to_proto(setup_commands(env_proto.setup_scripts, runtime_setup)),
         resources=spec.to_proto(),
         environment=env_proto,
         constraints=[c.to_proto() for c in wire_constraints],

@@ -8,6 +8,7 @@ plain one-line ``UsageError``; the controller's and the job's failures raise err
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 from collections import deque
 from collections.abc import Callable
@@ -139,17 +140,15 @@ class FrayMagics(Magics):
     @_magic(cell_magic, "fray")
     def fray_cell(self, line: str, cell: str) -> JobStatusPanel | None:
         from fray_jupyter.client.handle import JobHandle
+        from fray_jupyter.client.parity import parity_for
         from fray_jupyter.magics.submission import cell_plan
 
         args = CELL_PARSER.parse_line(line)
-        on_cluster = args.cluster or (None if args.controller else settings.cluster(self))
-        revision, uv_setup = None, None
-        if on_cluster is not None:  # a real Iris: what the installed marin-iris's own client sends
-            from fray_jupyter.client.clusters import iris_revision_date, uv_setup_script
-
-            revision, uv_setup = iris_revision_date(), uv_setup_script
-        prepared = cell_plan(args, cell, self.namespace, user=self.user or None, revision_date=revision,
-                             default_setup=uv_setup)
+        named = args.cluster or (None if args.controller else settings.cluster(self))
+        # a real Iris gets what `iris job run` sends: the current directory, Iris's setup, its revision date
+        prepared = cell_plan(args, cell, self.namespace, user=self.user or None,
+                             parity=parity_for(named),
+                             default_workspace=None if named is None else os.getcwd())
         if args.dry_run:
             self._show_plan(prepared, args.output, args.controller, args.cluster)
             return None
@@ -162,7 +161,7 @@ class FrayMagics(Magics):
         handle = JobHandle(job_id, client)
         if args.output:
             self.namespace[args.output] = handle
-        notes = [*plan.warnings, *([prepared.bundle.note] if prepared.bundle else [])]
+        notes = [*plan.warnings, *([prepared.bundle.summary] if prepared.bundle else [])]
         if adopted:
             notes.append(f"{job_id} was already running, so this is that job (Fray's adopt-existing policy); "
                          "pass --name to run another copy")
@@ -176,14 +175,18 @@ class FrayMagics(Magics):
     fray_cell.__doc__ = CELL_PARSER.format_help()
 
     def _show_plan(self, prepared: CellPlan, output: str | None, url: str | None, cluster: str | None = None) -> None:
+        from html import escape
+
         from fray_jupyter.magics.fitting import describe, verdict
         from fray_jupyter.views.preview import render_preview_html
         from fray_jupyter.views.text import render_text
 
         plan = prepared.plan
         fit_line = describe(verdict(plan, None if plan.errors else self._existing_client(url, cluster)))
-        note = f"{prepared.bundle.note}: {len(prepared.bundle.files)} files\n" if prepared.bundle else ""
-        display({"text/html": render_preview_html(plan, fit=fit_line), "text/plain": f"{note}{fit_line}\n{render_text(plan)}"},  # type: ignore[no-untyped-call]
+        sent = f"workspace: {prepared.bundle.summary}" if prepared.bundle else ""
+        html = f'<div class="fray-workspace"><code>{escape(sent)}</code></div>' if sent else ""
+        display({"text/html": html + render_preview_html(plan, fit=fit_line),  # type: ignore[no-untyped-call]
+                 "text/plain": "".join(f"{line}\n" for line in (sent, fit_line) if line) + render_text(plan)},
                 raw=True)
         if output:
             self.namespace[output] = plan

@@ -24,8 +24,9 @@ Run this cell's code as a Fray job on an Iris controller, and show its live stat
 
 The cell is shipped with the request as _fray_cell.py and run by each task's Python
 ($IRIS_PYTHON): it does not see this kernel's variables, so import what it needs (--workspace DIR
-sends a directory of modules along). The flags are those of `fray-jupyter plan`; --dry-run shows
-the Plan that would be sent and sends nothing.
+sends a directory of modules along; on a named cluster the current directory is sent by default,
+as `iris job run` does). The flags are those of `fray-jupyter plan`; --dry-run shows the Plan that
+would be sent, and what would be bundled, and sends nothing.
 
 Without --name the job is called cell-<hash of the cell and flags>: running the same cell again
 while its job still runs shows that job rather than starting a second one (Fray's adopt-existing
@@ -92,9 +93,13 @@ def cell_parser() -> FrayParser:
     notebook.add_argument("--resources", metavar="VAR",
                           help="take the resources from a ResourceConfig (fray_jupyter's or Marin's) or a "
                                "ResourcePicker in the notebook; replaces the device, host and placement flags")
-    notebook.add_argument("--workspace", metavar="DIR",
-                          help="send DIR along as Iris does (a zip of its git-listed files, at most 25 MiB), "
-                               "unpacked into each task's work dir")
+    sent = notebook.add_mutually_exclusive_group()
+    sent.add_argument("--workspace", metavar="DIR",
+                      help="send DIR along as Iris does (a zip of its git-listed files, at most 25 MiB), "
+                           "unpacked into each task's work dir; on a named cluster the current directory is "
+                           "sent unless this or --no-workspace says otherwise, as `iris job run` does")
+    sent.add_argument("--no-workspace", action="store_true",
+                      help="send no workspace (on a named cluster: not the current directory)")
     notebook.add_argument("-o", "--output", metavar="VAR",
                           help="store the job handle (or, with --dry-run, the Plan) in VAR")
     add_connection_arguments(parser)

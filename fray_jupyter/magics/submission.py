@@ -7,9 +7,15 @@ Rules, in order; each failure is one ``UsageError`` line naming the flag or valu
 2. ``--resources VAR`` is looked up in the user namespace (``a.b`` follows attributes) and must be a
    ``ResourceConfig`` (ours or Marin's) or a ``ResourcePicker`` (its ``.value``); it cannot be
    combined with the resource flags it replaces.
-3. ``--workspace DIR`` is bundled by ``iris.bundle`` (25 MiB cap).
-4. The job is built by ``flags.job_from_args`` and planned by ``plan()`` — nothing is re-derived.
-   Without ``--name`` the name is ``cell-<hash>`` of everything else the job is (see ``default_name``).
+3. The workspace is ``--workspace DIR``; else, unless ``--no-workspace``, the caller's default (on
+   a named cluster the kernel's current directory, as ``iris job run`` bundles its own). It is
+   bundled by ``iris.bundle`` (25 MiB cap); a current directory over the cap is one line naming it,
+   its size and the cap, and the two ways out.
+4. The job is built by ``flags.job_from_args`` and planned by ``plan()`` — nothing is re-derived —
+   with what the target's client adds (``client.parity``: on a named cluster, Iris's default setup
+   when the workspace is a uv project and the job has no setup scripts, its runtime-deps script, its
+   revision date). Without ``--name`` the name is ``cell-<hash>`` of everything else the job is
+   (see ``default_name``).
 """
 
 from __future__ import annotations
@@ -17,19 +23,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import keyword
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
+from fray_jupyter.client.parity import EMBEDDED, ClientParity
 from fray_jupyter.flags import job_from_args
-from fray_jupyter.iris.bundle import WorkspaceBundle, create_workspace_zip
+from fray_jupyter.iris.bundle import BundleTooLarge, WorkspaceBundle, create_workspace_zip, mib
+from fray_jupyter.iris.setup import with_default_setup
 from fray_jupyter.magics.parsers import CELL, usage
 from fray_jupyter.magics.settings import check_controller_url
 from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources.config import ResourceConfig
 from fray_jupyter.resources.entrypoint import Entrypoint
-from fray_jupyter.resources.environment import EnvironmentConfig
 from fray_jupyter.resources.interop import coerce
 from fray_jupyter.resources.job import JobRequest
 
@@ -116,40 +122,48 @@ def default_name(job: JobRequest, bundle: bytes) -> str:
     return NAME_PREFIX + digest.hexdigest()[:8]
 
 
-def with_default_setup(job: JobRequest, workspace: str, setup: Callable[[EnvironmentConfig], str]) -> JobRequest:
-    """``job`` with ``setup(environment)`` as its one setup script when it has none and
-    ``workspace`` is a uv project; else ``job`` unchanged."""
-    environment = job.environment or EnvironmentConfig(workspace=workspace)
-    if environment.setup_scripts is not None or not (Path(workspace) / "pyproject.toml").is_file():
-        return job
-    return job.model_copy(update={"environment": environment.model_copy(update={"setup_scripts": [setup(environment)]})})
+def workspace_bundle(given: str | None, default: str | None) -> WorkspaceBundle | None:
+    """Rule 3: the bundle of ``given`` (``--workspace``), else of ``default`` (the current directory
+    sent by default), else None."""
+    if given is not None:
+        try:
+            return create_workspace_zip(given)
+        except ValueError as error:
+            raise usage(f"--workspace: {error}") from None
+    if default is None:
+        return None
+    try:
+        return create_workspace_zip(default)
+    except BundleTooLarge as error:
+        raise usage(f"the current directory {error.directory} is sent as the workspace on a named cluster (as "
+                    f"`iris job run` does), but it bundles to more than the {mib(error.cap)} cap ({error.reached}); "
+                    "pass --workspace DIR to send a smaller directory, or --no-workspace to send none") from None
+    except ValueError as error:
+        raise usage(f"the current directory: {error}") from None
 
 
 def cell_plan(args: argparse.Namespace, cell: str, namespace: Mapping[str, Any], *, user: str | None,
-              revision_date: str | None = None,
-              default_setup: Callable[[EnvironmentConfig], str] | None = None) -> CellPlan:
-    """The plan for a parsed ``%%fray`` line and its cell (see the module's rules); ``revision_date``
-    is the ``client_revision_date`` to send (None: ``plan()``'s default). ``default_setup`` (for a
-    named cluster: Iris's uv-sync script) is the setup script of a job that has none when its
-    ``--workspace`` is a uv project (has ``pyproject.toml``), as Iris's own client adds it."""
+              parity: ClientParity = EMBEDDED, default_workspace: str | None = None) -> CellPlan:
+    """The plan for a parsed ``%%fray`` line and its cell (see the module's rules): ``parity`` is
+    what the target's client adds (``client.parity``; ``EMBEDDED`` adds nothing) and
+    ``default_workspace`` the directory sent when the line names none (the kernel's current
+    directory on a named cluster; None sends none)."""
     check_body(cell)
     check_variable_name("-o", args.output)
     check_url("--controller", args.controller)
     base = resources_from(namespace, args.resources) if args.resources is not None else None
-    bundle = None
-    if args.workspace is not None:
-        try:
-            bundle = create_workspace_zip(args.workspace)
-        except ValueError as error:
-            raise usage(f"--workspace: {error}") from None
+    default = None if args.no_workspace else default_workspace
+    bundle = workspace_bundle(args.workspace, default)
+    workspace = args.workspace or default
     blob = bundle.blob if bundle is not None else b""
     try:
         job = job_from_args(args, Entrypoint.from_cell(cell), default_name=PLACEHOLDER_NAME, base=base,
                             base_name=f"--resources {args.resources}")
-        if default_setup is not None and args.workspace is not None:
-            job = with_default_setup(job, args.workspace, default_setup)
+        if parity.default_setup is not None and workspace is not None:
+            job = with_default_setup(job, workspace, parity.default_setup)
         if args.name is None:
             job = job.model_copy(update={"name": default_name(job, blob)})
-        return CellPlan(plan(job, user=user, bundle=blob, revision_date=revision_date), bundle)
+        return CellPlan(plan(job, user=user, bundle=blob, revision_date=parity.revision_date,
+                             runtime_setup=parity.runtime_setup), bundle)
     except ValueError as error:
         raise usage(str(error)) from None

@@ -8,6 +8,9 @@ in one place. ``normalize`` removes exactly these from a real request before com
    a notebook is not a uv workspace, and the embedded controller runs the job's Python directly.
 3. Iris runtime script: when there is setup, Marin's client appends Iris's own runtime-deps script
    to ``entrypoint.setup_commands``. fray-jupyter sends the user's scripts only.
+   (2 and 3 are the embedded default, ``plan()``'s. A job for a named cluster gets both, from the
+   installed marin-iris: ``client.parity``, compared with Iris's own client in
+   ``tests/test_client_parity.py``.)
 4. Callable runner: both pickle (fn, args, kwargs) with cloudpickle and run
    ``$IRIS_WORKDIR/_callable_runner.py``; the runner script text is fray-jupyter's own.
 5. Secrets forwarded from the submitting machine (HF_TOKEN, W&B, CoreWeave keys): Marin's client
