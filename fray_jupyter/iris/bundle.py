@@ -17,6 +17,7 @@ Rules (restating ``iris.cluster.client.bundle``):
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import zipfile
@@ -83,11 +84,24 @@ def _git_files(directory: Path) -> list[str] | None:
     return [name for name in listed.stdout.decode(errors="surrogateescape").split("\0") if name]
 
 
+def _walk(directory: Path) -> list[str]:
+    """Every path under ``directory``, relative, without descending into a directory ``EXCLUDE``
+    leaves out whole (a venv, ``node_modules``, ``.git``...: a kernel started in ``$HOME`` must
+    not list them all before the cap can stop it)."""
+    found = []
+    for top, dirs, names in os.walk(directory):
+        relative = Path(top).relative_to(directory).as_posix()
+        prefix = "" if relative == "." else relative + "/"
+        dirs[:] = [name for name in dirs if not EXCLUDE.search(f"{prefix}{name}/")]
+        found += [prefix + name for name in names]
+    return found
+
+
 def workspace_files(directory: Path) -> tuple[list[str], str]:
     """The relative paths to bundle (sorted, existing regular files) and the note saying how."""
     listed = _git_files(directory)
     if listed is None:
-        listed = [path.relative_to(directory).as_posix() for path in directory.rglob("*")]
+        listed = _walk(directory)
         note = f"{directory} is not a git work tree: bundled every file under it (minus caches and venvs)"
     else:
         note = f"bundled the files git lists in {directory} (tracked and not ignored)"
