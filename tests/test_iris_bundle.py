@@ -85,3 +85,44 @@ def test_the_request_text_shows_a_bundle_as_its_size_not_its_bytes(tmp_path: Pat
     assert len(shown.request_text) < 2000  # the zip is not in it
     parsed = text_format.Parse(shown.request_text, LaunchJobRequest())
     assert parsed == plan(job, user="u").request  # the rest of the request, as sent
+
+
+def _marin_checkout(root: Path) -> None:
+    """A workspace using what Iris's bundler adds back and takes out beyond its defaults."""
+    for name, text in {"lib/iris/src/iris/rpc/job_pb2.py": "", "lib/iris/src/iris/rpc/job.proto": "",
+                       "web/dist/app.js": "", "data/big.bin": "", "main.py": "", "tests/keep.txt": "",
+                       "web/node_modules/x.js": "",
+                       ".gitignore": "lib/iris/src/iris/rpc/*_pb2.py\nweb/dist/\n",
+                       "pyproject.toml": '[tool.iris.bundle]\ninclude = ["web/dist/*.js", "tests/keep.txt", '
+                                         '"web/node_modules/*.js"]\nexclude = ["^data/"]\n'}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git work tree", "plain directory"])
+def test_generated_code_and_the_projects_bundle_table_as_iris_s_own_bundler(tmp_path: Path, git: bool) -> None:
+    """Iris's own ``collect_workspace_files`` is the oracle: gitignored generated protobuf code and
+    ``[tool.iris.bundle]`` includes come back (never what is always excluded), its excludes go."""
+    bundler = pytest.importorskip("iris.cluster.client.bundle")
+    if git and shutil.which("git") is None:
+        pytest.skip("needs git")
+    _marin_checkout(tmp_path)
+    if git:
+        subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    ours = create_workspace_zip(tmp_path)
+    theirs = [path.relative_to(tmp_path).as_posix() for path in bundler.collect_workspace_files(tmp_path)]
+    assert list(ours.files) == sorted(theirs)
+    assert {"lib/iris/src/iris/rpc/job_pb2.py", "web/dist/app.js", "tests/keep.txt"} <= set(ours.files)
+    assert not {"data/big.bin", "web/node_modules/x.js"} & set(ours.files)
+    assert "[tool.iris.bundle]" in ours.note
+
+
+def test_a_bad_bundle_table_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.iris.bundle]\nexclude = "data"\n')
+    with pytest.raises(ValueError) as excinfo:
+        create_workspace_zip(tmp_path)
+    one_line_value_error(excinfo, "pyproject.toml", "exclude", "list of strings, got 'data'")
+    (tmp_path / "pyproject.toml").write_text('[tool.iris.bundle]\nexclude = ["(unclosed"]\n')
+    with pytest.raises(ValueError) as excinfo:
+        create_workspace_zip(tmp_path)
+    one_line_value_error(excinfo, "pyproject.toml", "bad regular expression")

@@ -8,6 +8,11 @@ Rules (restating ``iris.cluster.client.bundle``):
   missing), every file under it, and the bundle says so in ``note``.
 * Either way, paths matching ``EXCLUDE`` are left out (caches, virtualenvs, VCS metadata, notebooks,
   ``tests/`` and ``docs/``: Iris's default exclusions).
+* Then files matching ``GENERATED_GLOBS`` (Iris's generated protobuf code, gitignored but needed
+  at run time) and the ``include`` globs of ``[tool.iris.bundle]`` in the directory's
+  ``pyproject.toml`` are added back, unless they match ``ALWAYS_EXCLUDE``; then that table's
+  ``exclude`` regular expressions take files out. A ``pyproject.toml`` that does not parse, or a
+  table of the wrong shape, is a ``ValueError`` naming the file and the key.
 * Entries are stored relative to the directory, deflated, in sorted order.
 * The zip must not exceed ``MAX_BUNDLE_SIZE_BYTES`` (25 MiB, Iris's controller cap): building stops
   as soon as it does, and the ``BundleTooLarge`` error names the directory, the size reached and the
@@ -20,6 +25,7 @@ import io
 import os
 import re
 import subprocess
+import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +34,18 @@ from typing import Final
 MAX_BUNDLE_SIZE_BYTES: Final[int] = 25 * 1024 * 1024
 """Iris's cap on ``bundle_blob`` (``iris.cluster.bundle.MAX_BUNDLE_SIZE_BYTES``)."""
 
-EXCLUDE: Final[re.Pattern[str]] = re.compile(
+ALWAYS_EXCLUDE: Final[re.Pattern[str]] = re.compile(
     r"""
       \.mov$ | \.pyc$ | \.so$ | \.egg-info(/|$)
     | (^|/)(__pycache__|\.git|\.mypy_cache|\.pytest_cache|\.ruff_cache|\.venv|venv|node_modules|target)(/|$)
     | (^|/)gha-creds-[^/]+\.json$
+    """,
+    re.VERBOSE,
+)
+"""Iris's ``ALWAYS_EXCLUDE``: never bundled, not even when a glob asks for it."""
+
+EXCLUDE: Final[re.Pattern[str]] = re.compile(
+    ALWAYS_EXCLUDE.pattern + r"""
     | (^|/)(docs|tests|journeys-out)(/|$)
     | (^|/)\.(agents|claude|codex|github)(/|$)
     | (^|/)(AGENTS|TESTING|OPS)\.md$
@@ -41,6 +54,10 @@ EXCLUDE: Final[re.Pattern[str]] = re.compile(
     re.VERBOSE,
 )
 """Iris's ``DEFAULT_EXCLUDE``: matched against each path relative to the directory, with '/'."""
+
+GENERATED_GLOBS: Final[tuple[str, ...]] = tuple(
+    f"{root}src/iris/rpc/*{suffix}" for root in ("", "lib/iris/") for suffix in ("_pb2.py", "_pb2.pyi", "_connect.py"))
+"""Iris's ``GENERATED_ARTIFACT_GLOBS``: build outputs a Marin checkout ignores but its tasks import."""
 
 
 def mib(num_bytes: int) -> str:
@@ -105,8 +122,38 @@ def workspace_files(directory: Path) -> tuple[list[str], str]:
         note = f"{directory} is not a git work tree: bundled every file under it (minus caches and venvs)"
     else:
         note = f"bundled the files git lists in {directory} (tracked and not ignored)"
-    files = sorted(name for name in listed if not EXCLUDE.search(name) and (directory / name).is_file())
-    return files, note
+    chosen = {name for name in listed if not EXCLUDE.search(name)}
+    includes, excludes = project_bundle_table(directory)
+    for pattern in (*GENERATED_GLOBS, *includes):
+        chosen.update(path.relative_to(directory).as_posix() for path in directory.glob(pattern)
+                      if not ALWAYS_EXCLUDE.search(path.relative_to(directory).as_posix()))
+    if excludes is not None:
+        chosen = {name for name in chosen if not excludes.search(name)}
+    if includes or excludes is not None:
+        note += "; with [tool.iris.bundle] from pyproject.toml"
+    return sorted(name for name in chosen if (directory / name).is_file()), note
+
+
+def project_bundle_table(directory: Path) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+    """``[tool.iris.bundle]`` of ``directory/pyproject.toml``: its ``include`` globs and its
+    ``exclude`` regular expressions joined into one (None without any); ``ValueError`` naming the
+    file when it does not parse or the table has the wrong shape."""
+    path = directory / "pyproject.toml"
+    if not path.is_file():
+        return (), None
+    try:
+        table = tomllib.loads(path.read_text()).get("tool", {}).get("iris", {}).get("bundle", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"cannot read {path} for its [tool.iris.bundle] table: {error}") from None
+    includes, excludes = table.get("include", []), table.get("exclude", [])
+    for key, value in (("include", includes), ("exclude", excludes)):
+        if not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
+            raise ValueError(f"[tool.iris.bundle] {key} in {path} must be a list of strings, got {value!r}")
+    try:
+        joined = re.compile("|".join(f"(?:{pattern})" for pattern in excludes)) if excludes else None
+    except re.error as error:
+        raise ValueError(f"[tool.iris.bundle] exclude in {path} has a bad regular expression: {error}") from None
+    return tuple(includes), joined
 
 
 def create_workspace_zip(directory: str | Path, *, max_bytes: int | None = None) -> WorkspaceBundle:
