@@ -163,7 +163,8 @@ def idle_rounds(browser: Any, lab: Lab, pids: tuple[int, ...], window_s: float, 
         pages[0].wait_for_timeout(5000)  # every tab connected and refreshed once
         server, controller = _window(pages[0], lab, pids, window_s)
         measured.append(IdleCpu(server_baseline, server, controller_baseline, controller, controller_is_ours))
-        print(f"  idle round {round_index + 1}/{rounds}: ours {measured[-1].ours_ms:.0f} ms/min", flush=True)
+        print(f"  idle round {round_index + 1}/{rounds}: ours {measured[-1].ours_ms:.0f} ms/min (Jupyter server "
+              f"{server - server_baseline:+.0f} over its baseline, which counts as 0 when negative)", flush=True)
     return measured, pages
 
 
