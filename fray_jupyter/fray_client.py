@@ -45,7 +45,6 @@ from fray_jupyter.client.handle import JobHandle
 from fray_jupyter.client.parity import parity_for
 from fray_jupyter.iris.bundle import create_workspace_zip
 from fray_jupyter.iris.proto import job_pb2
-from fray_jupyter.iris.setup import with_default_setup
 from fray_jupyter.planning import plan
 from fray_jupyter.resources.config import ResourceConfig
 from fray_jupyter.resources.entrypoint import Entrypoint
@@ -207,9 +206,7 @@ class FrayProtocolClient:
         adds (module rules); the handle of the job (an unfinished one of the same name when
         ``adopt_existing``)."""
         parity = parity_for(self.client.cluster_name)
-        job = coerce(request, JobRequest)
-        if parity.default_setup is not None and self.workspace is not None:
-            job = with_default_setup(job, self.workspace, parity.default_setup)
+        job = parity.with_setup(coerce(request, JobRequest), self.workspace)
         planned = plan(job, user=self.user, existing_job_policy="keep" if adopt_existing else "unspecified",
                        bundle=self._workspace_zip(), revision_date=parity.revision_date,
                        runtime_setup=parity.runtime_setup)

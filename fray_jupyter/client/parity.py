@@ -9,7 +9,7 @@ Rules (``ClientParity``; where Iris's rules live: ``iris.version``, ``iris.clust
   ``$IRIS_REVISION_DATE``).
 * ``default_setup``: for a job with no setup scripts, Iris's uv-sync script (this Python's version,
   the job's extras, pip packages and sync packages), then its CUDA-toolchain script when an extra is
-  ``gpu``. Where it applies: ``iris.setup.with_default_setup``.
+  ``gpu``. Where it applies: ``ClientParity.with_setup`` (``iris.setup.with_default_setup``).
 * ``runtime_setup``: Iris's runtime-deps script (cloudpickle, py-spy, memray into ``$IRIS_VENV``),
   sent after a job's setup scripts whenever it has any (``iris.setup.setup_commands``).
 * ``EMBEDDED``, the embedded controller's (and a controller URL's), adds none of these: fray-jupyter's
@@ -21,9 +21,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
 
 from fray_jupyter.client.clusters import marin_unavailable
+from fray_jupyter.iris.setup import with_default_setup
+
+if TYPE_CHECKING:
+    from fray_jupyter.resources.job import JobRequest
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,14 @@ class ClientParity:
     revision_date: str | None = None
     default_setup: Callable[[Any], list[str]] | None = None
     runtime_setup: str | None = None
+
+    def with_setup(self, job: JobRequest, workspace: str | Path | None) -> JobRequest:
+        """``job`` with this client's default setup where it applies (``iris.setup.with_default_setup``:
+        no setup scripts of its own, and ``workspace`` a uv project); unchanged when the client adds
+        none or nothing is sent as the workspace."""
+        if self.default_setup is None or workspace is None:
+            return job
+        return with_default_setup(job, workspace, self.default_setup)
 
 
 EMBEDDED: Final[ClientParity] = ClientParity()

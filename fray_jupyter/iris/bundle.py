@@ -125,8 +125,8 @@ def workspace_files(directory: Path) -> tuple[list[str], str]:
     chosen = {name for name in listed if not EXCLUDE.search(name)}
     includes, excludes = project_bundle_table(directory)
     for pattern in (*GENERATED_GLOBS, *includes):
-        chosen.update(path.relative_to(directory).as_posix() for path in directory.glob(pattern)
-                      if not ALWAYS_EXCLUDE.search(path.relative_to(directory).as_posix()))
+        matched = (path.relative_to(directory).as_posix() for path in directory.glob(pattern))
+        chosen.update(name for name in matched if not ALWAYS_EXCLUDE.search(name))
     if excludes is not None:
         chosen = {name for name in chosen if not excludes.search(name)}
     if includes or excludes is not None:

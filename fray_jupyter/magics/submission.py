@@ -30,7 +30,6 @@ from typing import Any, Final
 from fray_jupyter.client.parity import EMBEDDED, ClientParity
 from fray_jupyter.flags import job_from_args
 from fray_jupyter.iris.bundle import BundleTooLarge, WorkspaceBundle, create_workspace_zip, mib
-from fray_jupyter.iris.setup import with_default_setup
 from fray_jupyter.magics.parsers import CELL, usage
 from fray_jupyter.magics.settings import check_controller_url
 from fray_jupyter.planning import Plan, plan
@@ -159,8 +158,7 @@ def cell_plan(args: argparse.Namespace, cell: str, namespace: Mapping[str, Any],
     try:
         job = job_from_args(args, Entrypoint.from_cell(cell), default_name=PLACEHOLDER_NAME, base=base,
                             base_name=f"--resources {args.resources}")
-        if parity.default_setup is not None and workspace is not None:
-            job = with_default_setup(job, workspace, parity.default_setup)
+        job = parity.with_setup(job, workspace)
         if args.name is None:
             job = job.model_copy(update={"name": default_name(job, blob)})
         return CellPlan(plan(job, user=user, bundle=blob, revision_date=parity.revision_date,
