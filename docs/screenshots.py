@@ -151,13 +151,13 @@ def sidebar(page: Page, lab: Lab, ids: dict[str, str]) -> None:
     page.wait_for_function("() => window.jupyterapp?.restored")
     page.evaluate("async () => { await window.jupyterapp.restored; }")
     page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
-    panel = page.locator(f"#{SIDEBAR_ID}").bounding_box()
-    assert panel is not None
-    right = panel["x"] + panel["width"]
-    page.mouse.move(right + 2, 300)
+    handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle:not(.lm-mod-hidden)").first.bounding_box()
+    assert handle is not None
+    page.mouse.move(handle["x"] + handle["width"] / 2, 300)
     page.mouse.down()
     page.mouse.move(SIDEBAR_WIDTH, 300, steps=5)
     page.mouse.up()
+    page.evaluate("window.getSelection()?.removeAllRanges()")
     rows = page.locator(".fj-JobRow")
     expect(rows).to_have_count(len(ids), timeout=30_000)
     expect(page.locator(f".fj-JobRow[data-job-id='{ids['sweep-lr-3e-4']}'] .fj-Badge")).to_have_text("failed")
