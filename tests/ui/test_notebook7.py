@@ -23,7 +23,7 @@ SIDEBAR_ADDED = f"() => Array.from(window.jupyterapp?.shell.widgets('left') ?? [
 STEPS = ("import os, pathlib, time\n"
          "print('step 1', flush=True)\n"
          "pathlib.Path(os.environ['IRIS_OUTPUT_DIR'], 'metrics.txt').write_text('loss 0.25\\n')\n"
-         "time.sleep(3)\n"
+         "time.sleep(5)\n"
          "print('step 2')")
 """A short ``%%fray`` cell body: a log line, an output file, a few seconds' wait (to be seen
 running), a last line."""
