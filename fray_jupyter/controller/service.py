@@ -39,8 +39,9 @@ from fray_jupyter.controller.engine import Engine, now_ms
 from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import JobRow, Store, TaskRow
+from fray_jupyter.controller.taskstatus import TaskStatusText
 from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES, root_cause_highlights
-from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
+from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
 from fray_jupyter.iris.states import (
     JOB_STATE_SORT_ORDER,
     TERMINAL_JOB_STATES,
@@ -76,6 +77,7 @@ class ControllerService:
         self.bundle_dir = bundle_dir
         self.cluster = cluster
         self.log_service = LogService(store)
+        self.status_text = TaskStatusText(store)
 
     # -- jobs -----------------------------------------------------------------------------------
     def launch_job(self, request: C.LaunchJobRequest) -> C.LaunchJobResponse:
@@ -268,6 +270,23 @@ class ControllerService:
     def fetch_logs(self, request: finelog_logging_pb2.FetchLogsRequest) -> finelog_logging_pb2.FetchLogsResponse:
         """finelog's FetchLogs over the controller's log store (see ``logservice``)."""
         return self.log_service.fetch_logs(request)
+
+    # -- task status text (see ``taskstatus``) --------------------------------------------------
+    def list_endpoints(self, request: C.ListEndpointsRequest) -> C.ListEndpointsResponse:
+        """``/system/log-server``: where a task's Iris client sends its status text."""
+        return self.status_text.list_endpoints(request, self.engine.controller_url)
+
+    def register_table(self, request: finelog_stats_pb2.RegisterTableRequest) -> finelog_stats_pb2.RegisterTableResponse:
+        """finelog's RegisterTable, for ``iris.task_status`` only."""
+        return self.status_text.register_table(request)
+
+    def write_rows(self, request: finelog_stats_pb2.WriteRowsRequest) -> finelog_stats_pb2.WriteRowsResponse:
+        """finelog's WriteRows: status text rows of this controller's tasks."""
+        return self.status_text.write_rows(request)
+
+    def query(self, request: finelog_stats_pb2.QueryRequest) -> finelog_stats_pb2.QueryResponse:
+        """finelog's Query, over the ``iris.task_status`` table."""
+        return self.status_text.query(request)
 
     # -- lookups --------------------------------------------------------------------------------
     def _job(self, job_id: str) -> JobRow:
