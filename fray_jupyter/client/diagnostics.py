@@ -17,9 +17,10 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
 from fray_jupyter.client.status_text import StatusText
+from fray_jupyter.iris.attempts import RetryLimits
 from fray_jupyter.iris.highlights import ROOT_CAUSE_STATES
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
@@ -30,17 +31,9 @@ if TYPE_CHECKING:
 MAX_ROOT_CAUSE_TASKS: Final[int] = 8
 
 
-class RetryLimits(NamedTuple):
-    """How many failures and preemptions the job allows (its ``LaunchJobRequest``)."""
-
-    max_task_failures: int
-    max_retries_failure: int
-    max_retries_preemption: int
-
-    @classmethod
-    def of(cls, request: Controller.LaunchJobRequest) -> RetryLimits:
-        """The limits a launch request set."""
-        return cls(request.max_task_failures, request.max_retries_failure, request.max_retries_preemption)
+def retry_limits(request: Controller.LaunchJobRequest) -> RetryLimits:
+    """The limits a launch request set."""
+    return RetryLimits(request.max_task_failures, request.max_retries_failure, request.max_retries_preemption)
 
 
 @dataclass(frozen=True)
@@ -61,4 +54,4 @@ def diagnose(client: FrayClient, job_id: str) -> Diagnosis:
     failed = [task.task_id for task in tasks if task.state in ROOT_CAUSE_STATES][:MAX_ROOT_CAUSE_TASKS]
     causes = {task_id: tuple(client.task(task_id).root_cause_highlights) for task_id in failed}
     texts = client.status_texts([task.task_id for task in tasks], since_ms=answer.job.submitted_at.epoch_ms)
-    return Diagnosis(answer.job, RetryLimits.of(answer.request), tasks, causes, texts)
+    return Diagnosis(answer.job, retry_limits(answer.request), tasks, causes, texts)

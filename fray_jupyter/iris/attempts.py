@@ -31,6 +31,14 @@ PREEMPTION_STATES: Final[frozenset[int]] = frozenset(
 """Attempt end states that charge the preemption budget when the attempt had started."""
 
 
+class RetryLimits(NamedTuple):
+    """How many failures and preemptions a job allows (set by its ``LaunchJobRequest``)."""
+
+    max_task_failures: int
+    max_retries_failure: int
+    max_retries_preemption: int
+
+
 class AttemptCounts(NamedTuple):
     """What a task's (or a job's) attempts charged: failures and preemptions."""
 

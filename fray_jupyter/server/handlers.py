@@ -43,7 +43,7 @@ from fray_jupyter.client import (
 )
 from fray_jupyter.client.client import SORT_FIELDS
 from fray_jupyter.client.clusters import CLUSTER_NAME, list_clusters, marin_unavailable
-from fray_jupyter.client.diagnostics import RetryLimits, diagnose
+from fray_jupyter.client.diagnostics import diagnose, retry_limits
 from fray_jupyter.client.discovery import NO_CONTROLLER_URL
 from fray_jupyter.iris.states import JOB_STATES, task_id_for
 from fray_jupyter.iris.user import resolve_user
@@ -242,7 +242,7 @@ class TaskHandler(FrayHandler):
             answer, job = client.task(task_id), client.job(job_id)
             texts = client.status_texts([task_id], since_ms=job.job.submitted_at.epoch_ms)
             task = serialize.task_json(answer.task, answer.root_cause_highlights, texts.get(task_id))
-            return contract.TaskDetail(task=task, limits=serialize.limits_json(RetryLimits.of(job.request)))
+            return contract.TaskDetail(task=task, limits=serialize.limits_json(retry_limits(job.request)))
         self.reply(await self.call(read))
 
 

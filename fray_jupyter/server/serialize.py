@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fray_jupyter.client.diagnostics import Diagnosis, RetryLimits
+from fray_jupyter.client.diagnostics import Diagnosis
 from fray_jupyter.client.results import TaskOutputs
 from fray_jupyter.client.status_text import StatusText
-from fray_jupyter.iris.attempts import attempt_counts
+from fray_jupyter.iris.attempts import RetryLimits, attempt_counts
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.proto.time_pb2 import Timestamp
