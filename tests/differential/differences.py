@@ -82,8 +82,9 @@ EMBEDDED_ONLY_REASONS: dict[str, str] = {
         "job would be RUNNING or waiting for a scale-up ('Scheduler: …\n\nAutoscaler: (scaling up) Waiting "
         "for worker scale-up in scale group …'), a state the embedded controller never has because every "
         "placeable job starts at once on a free slot. Its tasks carry the same text while they wait."),
-    "waiting for N task(s) of the previous gang attempt to stop": (
+    "task(s) of the previous gang attempt to stop": (
         "Kept: a gang restarted after a member failed waits for its old processes to exit before all of "
         "its tasks start together on local slots; an Iris worker does this out of sight of the scheduler."),
 }
-"""Pending reasons the embedded controller gives that Iris never does (no twin state to compare with)."""
+"""Pending reasons the embedded controller gives that Iris never does (no twin state to compare with),
+by a phrase each contains."""

@@ -30,6 +30,7 @@ import pytest
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.cluster.profile import load_profile
+from fray_jupyter.controller import scheduler
 from fray_jupyter.iris.placement import launch_refusal
 from fray_jupyter.iris.placement_workers import pending_reason, warm_workers
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
@@ -38,7 +39,7 @@ from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import launch_request
 from tests.differential.corpus import CORPUS, Case
-from tests.differential.differences import REASON_DIFFERENCES
+from tests.differential.differences import EMBEDDED_ONLY_REASONS, REASON_DIFFERENCES
 from tests.differential.test_differential import plan_of
 from tests.twin import settle
 
@@ -118,6 +119,13 @@ def test_a_job_held_for_ever_says_what_iris_says(held: dict[str, tuple[J.JobStat
     assert same or documented, f"twin {twin.pending_reason!r}\nembedded {embedded.pending_reason!r}"
     assert not (same and documented), f"differences.py lists {case.name}, whose reasons now agree: remove it"
     assert [t.pending_reason for t in twin_tasks] == [t.pending_reason for t in embedded_tasks] == [""] * len(twin_tasks)
+
+
+def test_the_reasons_kept_as_the_embedded_controller_s_own_are_still_its_own() -> None:
+    """Each ``EMBEDDED_ONLY_REASONS`` phrase is in what its scheduler says of a job waiting for slots."""
+    said = [scheduler.pending_reason(scheduler.QueuedJob("/a/j", 1, False, [0]), 0, 8, 2, holding=0),
+            scheduler.pending_reason(scheduler.QueuedJob("/a/g", 2, True, [0, 1]), 4, 8, 1, holding=2)]
+    assert all(any(phrase in text for text in said) for phrase in EMBEDDED_ONLY_REASONS), said
 
 
 def _run(client: FrayClient, name: str, command: str, **fields: Any) -> str:
