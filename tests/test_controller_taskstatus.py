@@ -22,7 +22,13 @@ from fray_jupyter.controller.store import Store
 from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.proto import controller_pb2, finelog_stats_pb2
 from fray_jupyter.iris.states import is_job_finished
-from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
+from tests.controller_harness import (
+    ControllerProcess,
+    launch_request,
+    start_controller,
+    status_text_rows,
+    stop_quietly,
+)
 
 C = controller_pb2.Controller
 S = finelog_stats_pb2
@@ -86,10 +92,7 @@ def service(tmp_path: Path) -> Iterator[ControllerService]:
 
 
 def _rows(task_ids: list[str], attempts: list[int], ts: list[int], details: list[str]) -> S.WriteRowsRequest:
-    columns = [arrow_ipc.Column("task_id", "utf8", list(task_ids)), arrow_ipc.Column("attempt_id", "int64", attempts),
-               arrow_ipc.Column("ts", "ts[ms]", ts), arrow_ipc.Column("status_text_detail_md", "utf8", details),
-               arrow_ipc.Column("status_text_summary_md", "utf8", [d.upper() for d in details])]
-    return S.WriteRowsRequest(namespace="iris.task_status", arrow_ipc=arrow_ipc.write(columns))
+    return status_text_rows(task_ids, attempts, details, [d.upper() for d in details], ts)
 
 
 def _query(service: ControllerService, sql: str) -> list[dict[str, object]]:

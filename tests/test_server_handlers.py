@@ -27,12 +27,17 @@ from jupyter_server.utils import JupyterServerAuthWarning
 from pytest_jupyter.jupyter_server import *
 
 from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
-from fray_jupyter.iris import arrow_ipc
-from fray_jupyter.iris.proto import finelog_stats_pb2, job_pb2
+from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.request import resolve_user
 from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path, write_runtime_file
 from fray_jupyter.server.extension import routes
-from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
+from tests.controller_harness import (
+    ControllerProcess,
+    launch_request,
+    start_controller,
+    status_text_rows,
+    stop_quietly,
+)
 from tests.fray_rest import Reply, fetch, job_path
 
 HOSTILE_NAME = "<img_src=x_onerror=alert(1)>"
@@ -169,11 +174,7 @@ def test_job_detail_explains_why_a_task_failed_and_each_attempt(api: Callable[..
                                  max_task_failures=1)
         job_id = wire.launch(request)
         wire.wait(job_id, FINISHED)
-        report = arrow_ipc.write([arrow_ipc.Column("task_id", "utf8", [f"{job_id}/0"]),
-                                  arrow_ipc.Column("attempt_id", "int64", [1]),
-                                  arrow_ipc.Column("status_text_detail_md", "utf8", ["[W&B](https://wandb.ai/r)"]),
-                                  arrow_ipc.Column("status_text_summary_md", "utf8", ["step 9"])])
-        wire.call("WriteRows", finelog_stats_pb2.WriteRowsRequest(namespace="iris.task_status", arrow_ipc=report))
+        wire.call("WriteRows", status_text_rows([f"{job_id}/0"], [1], ["[W&B](https://wandb.ai/r)"], ["step 9"]))
     finally:
         wire.close()
     detail = api(job_path(job_id)).body

@@ -12,9 +12,8 @@ import pytest
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.diagnostics import Diagnosis, diagnose
-from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.attempts import RetryLimits
-from fray_jupyter.iris.proto import finelog_stats_pb2, job_pb2
+from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.resources import ResourceConfig
 from fray_jupyter.views import job as view
 from fray_jupyter.views.links import linked_html
@@ -23,6 +22,7 @@ from tests.controller_harness import (
     ControllerProcess,
     launch_request,
     start_controller,
+    status_text_rows,
     stop_quietly,
 )
 
@@ -44,12 +44,9 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerP
 
 def _report(controller: ControllerProcess, task_id: str, detail: str) -> None:
     """What a task's ``report_task_status_text`` sends (the real call is in test_controller_taskstatus)."""
-    batch = arrow_ipc.write([arrow_ipc.Column("task_id", "utf8", [task_id]), arrow_ipc.Column("attempt_id", "int64", [1]),
-                             arrow_ipc.Column("status_text_detail_md", "utf8", [detail]),
-                             arrow_ipc.Column("status_text_summary_md", "utf8", ["step 3/10"])])
     wire = controller.wire()
     try:
-        wire.call("WriteRows", finelog_stats_pb2.WriteRowsRequest(namespace="iris.task_status", arrow_ipc=batch))
+        wire.call("WriteRows", status_text_rows([task_id], [1], [detail], ["step 3/10"]))
     finally:
         wire.close()
 

@@ -29,9 +29,9 @@ _METADATA_V5: Final[int] = 4
 _INT_TYPES: Final[dict[tuple[int, bool], str]] = {
     (bits, signed): f"{'' if signed else 'u'}int{bits}" for bits in (8, 16, 32, 64) for signed in (True, False)}
 _UNITS: Final[tuple[str, ...]] = ("s", "ms", "us", "ns")
-_STRINGS: Final[dict[int, tuple[str, int]]] = {4: ("binary", 4), 5: ("utf8", 4), 19: ("large_binary", 8),
-                                               20: ("large_utf8", 8)}
-_VIEWS: Final[dict[int, str]] = {23: "binary_view", 24: "utf8_view"}
+_VARIABLE: Final[dict[int, str]] = {4: "binary", 5: "utf8", 19: "large_binary", 20: "large_utf8", 23: "binary_view",
+                                    24: "utf8_view"}
+"""Arrow ``Type`` union ids of the variable-width types → their names here."""
 _FIXED: Final[dict[str, str]] = {
     "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H", "uint32": "I", "uint64": "Q",
     "float32": "f", "float64": "d", **{f"ts[{unit}]": "q" for unit in _UNITS}}
@@ -129,10 +129,8 @@ def _field_type(field: _Table) -> str:
             return name
     if kind == 3 and detail is not None and detail.scalar(0, "<h", 0) in (1, 2):
         return "float32" if detail.scalar(0, "<h", 0) == 1 else "float64"
-    if kind in _STRINGS:
-        return _STRINGS[kind][0]
-    if kind in _VIEWS:
-        return _VIEWS[kind]
+    if kind in _VARIABLE:
+        return _VARIABLE[kind]
     if kind == 10 and detail is not None and 0 <= detail.scalar(0, "<h", 0) < len(_UNITS):
         return f"ts[{_UNITS[detail.scalar(0, '<h', 0)]}]"
     raise ValueError(f"Arrow column {field.string(0)!r} has a type this reader does not know (type id {kind})")
