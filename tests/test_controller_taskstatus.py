@@ -87,7 +87,6 @@ def service(tmp_path: Path) -> Iterator[ControllerService]:
     try:
         yield core
     finally:
-        core.status_text.close()
         store.close()
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from contextlib import closing
 from typing import Any, Final
 
 from fray_jupyter.controller.rpc import Code, RpcError
@@ -67,7 +68,6 @@ class TaskStatusText:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._reader: sqlite3.Connection | None = None
 
     # -- endpoints ---------------------------------------------------------------------------------
     @staticmethod
@@ -121,42 +121,34 @@ class TaskStatusText:
 
     # -- reads ---------------------------------------------------------------------------------------
     def query(self, request: S.QueryRequest) -> S.QueryResponse:
-        """The SQL's result as an Arrow IPC stream (see the module rules)."""
-        reader = self._connection()
+        """The SQL's result as an Arrow IPC stream (see the module rules), read on a connection of
+        its own that ends with the call."""
         steps = [0]
 
         def progress() -> int:
             steps[0] += 1
             return int(steps[0] * 1000 > MAX_QUERY_STEPS)
-        reader.set_progress_handler(progress, 1000)
-        try:
-            cursor = reader.execute(request.sql)
-            found = cursor.fetchmany(MAX_QUERY_ROWS + 1)
-            names = [column[0] for column in cursor.description or ()]
-        except sqlite3.Error as error:
-            detail = ("it ran past the step limit" if "interrupt" in str(error) else
-                      f"{error} (the embedded controller reads only {NAMESPACE!r}, with SQLite)")
-            raise RpcError(Code.INVALID_ARGUMENT, f"query failed: {detail}") from None
-        finally:
-            reader.set_progress_handler(None, 0)
+        with closing(self._reader()) as reader:
+            reader.set_progress_handler(progress, 1000)
+            try:
+                cursor = reader.execute(request.sql)
+                found = cursor.fetchmany(MAX_QUERY_ROWS + 1)
+                names = [column[0] for column in cursor.description or ()]
+            except sqlite3.Error as error:
+                detail = ("it ran past the step limit" if "interrupt" in str(error) else
+                          f"{error} (the embedded controller reads only {NAMESPACE!r}, with SQLite)")
+                raise RpcError(Code.INVALID_ARGUMENT, f"query failed: {detail}") from None
         if len(found) > MAX_QUERY_ROWS:
             raise RpcError(Code.RESOURCE_EXHAUSTED, f"query result has more than {MAX_QUERY_ROWS} rows: narrow it")
         columns = [_arrow_column(name, [row[i] for row in found]) for i, name in enumerate(names)]
         return S.QueryResponse(arrow_ipc=arrow_ipc.write(columns), row_count=len(found))
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._reader is None:
-            reader = sqlite3.connect(f"{self.store.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-            reader.create_function("to_timestamp_millis", 1, lambda ms: ms, deterministic=True)
-            reader.set_authorizer(_authorize)
-            self._reader = reader
-        return self._reader
-
-    def close(self) -> None:
-        """Close the read-only connection, if one was opened."""
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+    def _reader(self) -> sqlite3.Connection:
+        """A read-only connection to the store that may read the namespace's table and nothing else."""
+        reader = sqlite3.connect(f"{self.store.path.resolve().as_uri()}?mode=ro", uri=True)
+        reader.create_function("to_timestamp_millis", 1, lambda ms: ms, deterministic=True)
+        reader.set_authorizer(_authorize)
+        return reader
 
 
 def _authorize(action: int, first: str | None, second: str | None, database: str | None, inner: str | None) -> int:
