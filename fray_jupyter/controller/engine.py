@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Final
 
 from fray_jupyter.controller import scheduler, setup
+from fray_jupyter.controller.budget import Budgets
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.logbuffer import LogBuffer
 from fray_jupyter.controller.runner import (
@@ -51,6 +52,7 @@ from fray_jupyter.controller.runner import (
 from fray_jupyter.controller.states import ACTIVE_TASK_STATES, derive_job_state, task_retries_after_failure
 from fray_jupyter.controller.store import AttemptRow, JobRow, Store, TaskRow
 from fray_jupyter.iris import outputs
+from fray_jupyter.iris.budget import band_rank
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
 
@@ -87,8 +89,10 @@ class Engine:
     """Owns the queue and the running tasks; see the module docstring."""
 
     def __init__(self, store: Store, work_root: Path, slots: int, cluster: Cluster | None = None,
-                 passed_env: Mapping[str, str] | None = None, log_lines: int = 100_000) -> None:
+                 passed_env: Mapping[str, str] | None = None, log_lines: int = 100_000,
+                 budgets: Budgets | None = None) -> None:
         self.store = store
+        self.budgets = budgets or Budgets(store)
         self.passed_env = dict(passed_env or {})
         self.cluster = cluster
         self.work_root = work_root
@@ -240,10 +244,15 @@ class Engine:
 
     # -- scheduling ---------------------------------------------------------------------------
     def schedule(self) -> None:
-        """Expire scheduling deadlines, then start what fits (``scheduler.place``)."""
+        """Expire scheduling deadlines, then start what fits (``scheduler.place``), taking jobs by
+        effective priority band, highest first, in submission order inside a band (``budget``)."""
         self._expire_deadlines()
+        if not self.queue or self.free_slots() <= 0:
+            return
         holding = Counter(running.job.job_id for running in self.running.values() if not running.forgotten)
-        starts = scheduler.place(self.queue.values(), self.free_slots(), holding)
+        bands = self.budgets.effective_bands((queued.job_id, queued.order) for queued in self.queue.values())
+        ordered = sorted(self.queue.values(), key=lambda queued: band_rank(bands[queued.job_id]))
+        starts = scheduler.place(ordered, self.free_slots(), holding)
         if not starts:
             return
         with self.store.transaction():
@@ -256,9 +265,9 @@ class Engine:
                     continue
                 request = controller_pb2.Controller.LaunchJobRequest.FromString(job.request)
                 for index in indices:
-                    self._start(job, request, index)
+                    self._start(job, request, index, bands[queued.job_id])
 
-    def _start(self, job: JobRow, request: controller_pb2.Controller.LaunchJobRequest, idx: int) -> None:
+    def _start(self, job: JobRow, request: controller_pb2.Controller.LaunchJobRequest, idx: int, band: int) -> None:
         task = self.store.task(job.job_id, idx)
         assert task is not None
         attempt = task.attempt + 1
@@ -285,7 +294,7 @@ class Engine:
             job.job_id, idx, attempt, uid, J.TASK_STATE_ASSIGNED, None, "", None, None,
             None, None, "", str(workdir), 0,
         ))
-        self.store.update_task(job.job_id, idx, state=J.TASK_STATE_ASSIGNED, attempt=attempt)
+        self.store.update_task(job.job_id, idx, state=J.TASK_STATE_ASSIGNED, attempt=attempt, priority_band=band)
         running = Running(job, idx, attempt, uid, process)
         self.running[uid] = running
         bundle = Path(job.bundle_path) if job.bundle_path else None
