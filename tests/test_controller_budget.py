@@ -4,6 +4,9 @@ tasks, the effective band (and its order and stamp in the scheduler), and the bu
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -167,6 +170,15 @@ def test_default_limit_comes_from_the_option_then_the_environment() -> None:
     for bad in ("-1", "lots", "1.5"):
         with pytest.raises(ValueError, match=f"budget limit '{bad}'"):
             default_limit(None, {"FRAY_CONTROLLER_BUDGET_LIMIT": bad})
+
+
+@pytest.mark.parametrize(("flags", "env"), [(["--budget-limit", "-3"], {}), ([], {"FRAY_CONTROLLER_BUDGET_LIMIT": "x"})])
+def test_a_bad_budget_limit_is_one_line_exit_2(flags: list[str], env: dict[str, str], tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "fray_jupyter.controller", "--state-dir", str(tmp_path), *flags],
+                            env={**os.environ, **env}, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("fray-jupyter controller: error: budget limit ")
+    assert result.stderr.splitlines()[-1].endswith("must be a whole number >= 0 (0: unlimited)")
 
 
 def test_a_child_job_has_a_parent() -> None:
