@@ -4,10 +4,9 @@ an error — with no controller, an unreachable one, or one that does not answer
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import launch_request, start_controller, stop_quietly
+from tests.loopback import loopback_server
 
 J = job_pb2
 
@@ -45,14 +45,8 @@ class _OlderController(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def older() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _OlderController)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(_OlderController) as url:
+        yield url
 
 
 def test_without_a_controller_only_the_jobs_own_spend_is_shown() -> None:
