@@ -214,3 +214,5 @@ def test_a_version_2_store_gains_budgets_and_unstamped_task_bands(tmp_path: Path
     store.set_user_budget("alice", 100, J.PRIORITY_BAND_INTERACTIVE, 5)
     store.set_user_budget("alice", 200, J.PRIORITY_BAND_BATCH, 6)
     assert store.user_budgets() == {"alice": (200, J.PRIORITY_BAND_BATCH)}
+    store.close()
+    assert Store(path).user_budgets() == {"alice": (200, J.PRIORITY_BAND_BATCH)}  # kept across restarts
