@@ -149,6 +149,19 @@ def test_the_scheduler_takes_bands_highest_first(tmp_path: Path) -> None:
     run(tmp_path, body, slots=1)
 
 
+def test_inside_a_band_the_user_who_spent_less_goes_first(tmp_path: Path) -> None:
+    async def body(core: Core) -> None:
+        blocker, spending = core.launch(job("blocker", user="x")), core.launch(job("a0"))
+        await running(core, blocker)
+        await running(core, spending)
+        older, newer = core.launch(job("a1")), core.launch(job("b1", user="bob"))
+        core.service.terminate_job(C.TerminateJobRequest(job_id=blocker))
+        await running(core, newer)  # alice has a task running, bob none: bob's turn comes first
+        assert core.status(older).state == J.JOB_STATE_PENDING
+
+    run(tmp_path, body, slots=2)
+
+
 def test_a_user_over_budget_starts_interactive_work_at_batch(tmp_path: Path) -> None:
     async def body(core: Core) -> None:
         set_budget(core, "alice", 1)

@@ -12,11 +12,11 @@ band the scheduler gives each task. Rules of this controller:
   parent job's stored band, else INTERACTIVE) and stored in the request; a band above the user's max
   band is PERMISSION_DENIED. Every caller the controller lets in may set budgets (as every loopback
   caller of a local Iris is an admin).
-* Scheduling (``effective_bands``): each pass gives every queued job its effective band from the spend
-  of that moment; the engine takes bands highest first, then in submission order inside a band (Iris
-  also takes users in turns inside a band, lowest spend first; this controller does not), and stamps
-  the band on each task it places (``tasks.priority_band``, what ``GetSchedulerState`` reports for
-  running tasks, as Iris does).
+* Scheduling (``scheduling_order``): each pass gives every queued job its effective band from the
+  spend of that moment and takes the jobs in Iris's order: bands highest first, inside a band users in
+  turns, lowest spend first, each user's jobs oldest first (Iris takes turns task by task; here a job
+  is one turn). The engine stamps the band on each task it places (``tasks.priority_band``, what
+  ``GetSchedulerState`` reports for running tasks, as Iris does).
 * ``GetSchedulerState``: pending tasks per (effective band, user, job), running tasks per (band placed
   at, user, job) with an empty worker and backend id (tasks run on this machine's slots, not workers);
   per user with a row or with spend: limit, spend, max band, the band INTERACTIVE work runs at, and the
@@ -26,7 +26,7 @@ band the scheduler gives each task. Rules of this controller:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, NamedTuple
 
 from fray_jupyter.controller.rpc import Code, RpcError
@@ -41,6 +41,7 @@ from fray_jupyter.iris.budget import (
     effective_band,
     max_band_refusal,
     resolve_band,
+    scheduling_order,
     spend_by_user,
     task_value,
     user_of,
@@ -114,15 +115,23 @@ class Budgets:
         rows = self.store.task_counts(ACTIVE_TASK_STATES)
         return spend_by_user((job_id, *self.terms(job_id, row_id), count) for job_id, row_id, _, count in rows)
 
-    def effective_bands(self, queued: Iterable[tuple[str, int]]) -> dict[str, int]:
-        """``job id → effective band`` of the ``(job id, row id)`` given, with the spend of this moment."""
-        spend, rows = self.spend(), self.store.user_budgets()
+    def effective_bands(self, queued: Iterable[tuple[str, int]], spend: Mapping[str, int] | None = None
+                        ) -> dict[str, int]:
+        """``job id → effective band`` of the ``(job id, row id)`` given, with ``spend`` (default: now's)."""
+        spend, rows = self.spend() if spend is None else spend, self.store.user_budgets()
         bands = {}
         for job_id, row_id in queued:
             user = user_of(job_id)
             limit = rows.get(user, (self.default_limit, 0))[0]
             bands[job_id] = effective_band(self.terms(job_id, row_id).band, spend.get(user, 0), limit)
         return bands
+
+    def scheduling_order(self, queued: Sequence[tuple[str, int]]) -> tuple[list[int], dict[str, int]]:
+        """Iris's order (``iris.budget.scheduling_order``) of the queued ``(job id, row id)``, oldest
+        first, a job taking one turn: their indices, and each job's effective band now."""
+        spend = self.spend()
+        bands = self.effective_bands(queued, spend)
+        return scheduling_order([(user_of(job_id), bands[job_id]) for job_id, _ in queued], spend), bands
 
     # -- LaunchJob --------------------------------------------------------------------------------
     def admit(self, request: C.LaunchJobRequest) -> None:

@@ -52,7 +52,6 @@ from fray_jupyter.controller.runner import (
 from fray_jupyter.controller.states import ACTIVE_TASK_STATES, derive_job_state, task_retries_after_failure
 from fray_jupyter.controller.store import AttemptRow, JobRow, Store, TaskRow
 from fray_jupyter.iris import outputs
-from fray_jupyter.iris.budget import band_rank
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
 
@@ -244,15 +243,15 @@ class Engine:
 
     # -- scheduling ---------------------------------------------------------------------------
     def schedule(self) -> None:
-        """Expire scheduling deadlines, then start what fits (``scheduler.place``), taking jobs by
-        effective priority band, highest first, in submission order inside a band (``budget``)."""
+        """Expire scheduling deadlines, then start what fits (``scheduler.place``), taking jobs in Iris's
+        order: effective priority band highest first, users in turns inside a band (``budget``)."""
         self._expire_deadlines()
         if not self.queue or self.free_slots() <= 0:
             return
         holding = Counter(running.job.job_id for running in self.running.values() if not running.forgotten)
-        bands = self.budgets.effective_bands((queued.job_id, queued.order) for queued in self.queue.values())
-        ordered = sorted(self.queue.values(), key=lambda queued: band_rank(bands[queued.job_id]))
-        starts = scheduler.place(ordered, self.free_slots(), holding)
+        waiting = list(self.queue.values())
+        order, bands = self.budgets.scheduling_order([(job.job_id, job.order) for job in waiting])
+        starts = scheduler.place([waiting[index] for index in order], self.free_slots(), holding)
         if not starts:
             return
         with self.store.transaction():

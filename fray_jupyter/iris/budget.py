@@ -28,7 +28,7 @@ disagree. Rules, read from Iris's controller (``budget.py``, ``ops/job.py``, ``j
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -142,6 +142,20 @@ def effective_band(band: int, spent: int, limit: int) -> int:
 def user_of(job_id: str) -> str:
     """The budget user of a job: ``/alice/train/eval`` → ``alice``."""
     return job_id.lstrip("/").partition("/")[0]
+
+
+def scheduling_order(pending: Sequence[tuple[str, int]], spend: Mapping[str, int]) -> list[int]:
+    """Iris's order of pending work given oldest first as ``(user, effective band)`` items: their
+    indices, bands highest first; inside a band users take turns, the lowest ``spend`` first (on a tie,
+    the user whose work in that band came first), each user's own items oldest first."""
+    turns: dict[tuple[int, str], int] = {}
+    first: dict[tuple[int, str], int] = {}
+    keys = []
+    for index, (user, band) in enumerate(pending):
+        turn = turns.get((band, user), 0)
+        turns[(band, user)] = turn + 1
+        keys.append((band_rank(band), turn, spend.get(user, 0), first.setdefault((band, user), index), index))
+    return [key[-1] for key in sorted(keys)]
 
 
 def queued_ahead(pending: Mapping[str, int], spend: Mapping[str, int], user: str) -> int:

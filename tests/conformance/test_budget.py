@@ -96,3 +96,17 @@ def test_queued_ahead_is_where_irises_round_robin_puts_the_new_job(
     tied = sum(1 for other in pending if other != user and spend.get(other, 0) == spend.get(user, 0)
                and pending[other] > pending.get(user, 0))
     assert position <= ahead <= position + tied
+
+
+@given(pending=st.lists(st.tuples(st.sampled_from(USERS), BANDS), max_size=20),
+       spend=st.dictionaries(st.sampled_from(USERS), st.integers(0, 3), max_size=4))
+def test_scheduling_order_is_irises_band_by_band_round_robin(pending: list[tuple[str, int]],
+                                                              spend: dict[str, int]) -> None:
+    """Iris's ``compute_scheduling_order`` on pending items oldest first: grouped by effective band in
+    rank order, each band's items through ``interleave_by_user``."""
+    by_band: dict[int, list[Any]] = {}
+    for index, (user, band) in enumerate(pending):
+        by_band.setdefault(band, []).append(theirs.UserTask(user_id=user, task=index))
+    expected = [index for band in sorted(by_band, key=ours.band_rank)
+                for index in theirs.interleave_by_user(by_band[band], spend)]
+    assert ours.scheduling_order(pending, spend) == expected
