@@ -55,8 +55,9 @@ MAX_CACHED_JOBS: Final[int] = 100_000
 
 
 class Terms(NamedTuple):
-    """What the budget rules need of a stored job: its resolved band and one task's resource value."""
+    """What the budget rules need of a stored job: its user, resolved band and one task's resource value."""
 
+    user: str
     band: int
     task_value: int
 
@@ -102,9 +103,10 @@ class Budgets:
             return cached
         job = self.store.job(job_id)
         if job is None or job.id != row_id:
-            return Terms(J.PRIORITY_BAND_INTERACTIVE, 0)
+            return Terms(user_of(job_id), J.PRIORITY_BAND_INTERACTIVE, 0)
         request = C.LaunchJobRequest.FromString(job.request)
-        terms = Terms(resolve_band(request.priority_band), task_value(J.ResourceSpecProto.FromString(job.resources)))
+        terms = Terms(user_of(job_id), resolve_band(request.priority_band),
+                      task_value(J.ResourceSpecProto.FromString(job.resources)))
         if len(self._terms) >= MAX_CACHED_JOBS:
             self._terms.clear()
         self._terms[row_id] = terms
@@ -112,18 +114,18 @@ class Budgets:
 
     def spend(self) -> dict[str, int]:
         """Each user's spend now: the resource value of their active tasks, BATCH jobs left out."""
-        rows = self.store.task_counts(ACTIVE_TASK_STATES)
-        return spend_by_user((job_id, *self.terms(job_id, row_id), count) for job_id, row_id, _, count in rows)
+        active = ((job_id, self.terms(job_id, row_id), count)
+                  for job_id, row_id, _, count in self.store.task_counts(ACTIVE_TASK_STATES))
+        return spend_by_user((job_id, terms.band, terms.task_value, count) for job_id, terms, count in active)
 
-    def effective_bands(self, queued: Iterable[tuple[str, int]], spend: Mapping[str, int] | None = None
-                        ) -> dict[str, int]:
-        """``job id → effective band`` of the ``(job id, row id)`` given, with ``spend`` (default: now's)."""
-        spend, rows = self.spend() if spend is None else spend, self.store.user_budgets()
-        bands = {}
-        for job_id, row_id in queued:
-            user = user_of(job_id)
-            limit = rows.get(user, (self.default_limit, 0))[0]
-            bands[job_id] = effective_band(self.terms(job_id, row_id).band, spend.get(user, 0), limit)
+    def effective_bands(self, jobs: Iterable[tuple[str, int]], spend: Mapping[str, int]) -> list[tuple[str, int]]:
+        """``(user, effective band)`` of each ``(job id, row id)`` given, with the users' ``spend``."""
+        rows, default = self.store.user_budgets(), self.default_limit
+        bands = []
+        for job_id, row_id in jobs:
+            user, band, _ = self.terms(job_id, row_id)
+            row = rows.get(user)
+            bands.append((user, effective_band(band, spend.get(user, 0), row[0] if row else default)))
         return bands
 
     def scheduling_order(self, queued: Sequence[tuple[str, int]]) -> tuple[list[int], dict[str, int]]:
@@ -131,7 +133,8 @@ class Budgets:
         first, a job taking one turn: their indices, and each job's effective band now."""
         spend = self.spend()
         bands = self.effective_bands(queued, spend)
-        return scheduling_order([(user_of(job_id), bands[job_id]) for job_id, _ in queued], spend), bands
+        by_job = {job_id: band for (job_id, _), (_, band) in zip(queued, bands, strict=True)}
+        return scheduling_order(bands, spend), by_job
 
     # -- LaunchJob --------------------------------------------------------------------------------
     def admit(self, request: C.LaunchJobRequest) -> None:
@@ -182,11 +185,10 @@ class Budgets:
         del request
         spend, rows = self.spend(), self.store.user_budgets()
         pending = self.store.task_counts([J.TASK_STATE_PENDING])
-        bands = self.effective_bands((job_id, row_id) for job_id, row_id, _, _ in pending)
+        bands = self.effective_bands(((job_id, row_id) for job_id, row_id, _, _ in pending), spend)
         response = C.GetSchedulerStateResponse()
-        for job_id, _, _, count in pending:
-            response.pending_buckets.add(band=bands[job_id], user_id=user_of(job_id), job_id=job_id,
-                                         count=count)
+        for (job_id, _, _, count), (user, band) in zip(pending, bands, strict=True):
+            response.pending_buckets.add(band=band, user_id=user, job_id=job_id, count=count)
         for job_id, _, band, count in self.store.task_counts([J.TASK_STATE_RUNNING]):
             response.running_buckets.add(band=band, user_id=user_of(job_id), job_id=job_id, count=count)
         response.total_pending = sum(bucket.count for bucket in response.pending_buckets)
