@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Final
 
 from fray_jupyter.controller import scheduler, setup
+from fray_jupyter.controller.budget import Budgets
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.logbuffer import LogBuffer
 from fray_jupyter.controller.runner import (
@@ -51,6 +52,7 @@ from fray_jupyter.controller.runner import (
 from fray_jupyter.controller.states import ACTIVE_TASK_STATES, derive_job_state, task_retries_after_failure
 from fray_jupyter.controller.store import AttemptRow, JobRow, Store, TaskRow
 from fray_jupyter.iris import outputs
+from fray_jupyter.iris.attempts import charges_preemption
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
 
@@ -87,8 +89,10 @@ class Engine:
     """Owns the queue and the running tasks; see the module docstring."""
 
     def __init__(self, store: Store, work_root: Path, slots: int, cluster: Cluster | None = None,
-                 passed_env: Mapping[str, str] | None = None, log_lines: int = 100_000) -> None:
+                 passed_env: Mapping[str, str] | None = None, log_lines: int = 100_000,
+                 budgets: Budgets | None = None) -> None:
         self.store = store
+        self.budgets = budgets or Budgets(store)
         self.passed_env = dict(passed_env or {})
         self.cluster = cluster
         self.work_root = work_root
@@ -157,12 +161,17 @@ class Engine:
                 and not running.forgotten and (idx is None or running.idx == idx)]
 
     def pending_reason(self, job_id: str) -> str:
-        """Why a PENDING job has not started (empty when it is not waiting for slots)."""
+        """Why a PENDING job has not started: Iris's reason when the cluster can never place it,
+        else ``slot_reason`` (empty when it is not waiting)."""
         queued = self.queue.get(job_id)
-        if queued is None:
+        return queued.hold if queued is not None and queued.hold else self.slot_reason(job_id)
+
+    def slot_reason(self, job_id: str) -> str:
+        """Why the job's queued tasks wait for this controller's task slots ("" when none wait for
+        them: not queued, or held for ever by the cluster's rules)."""
+        queued = self.queue.get(job_id)
+        if queued is None or queued.hold:
             return ""
-        if queued.hold:
-            return queued.hold
         holding = len(self._live(job_id))
         return scheduler.pending_reason(queued, self.free_slots(), self.slots, len(self.queue), holding)
 
@@ -240,10 +249,15 @@ class Engine:
 
     # -- scheduling ---------------------------------------------------------------------------
     def schedule(self) -> None:
-        """Expire scheduling deadlines, then start what fits (``scheduler.place``)."""
+        """Expire scheduling deadlines, then start what fits (``scheduler.place``), taking jobs in Iris's
+        order: effective priority band highest first, users in turns inside a band (``budget``)."""
         self._expire_deadlines()
+        if not self.queue or self.free_slots() <= 0:
+            return
         holding = Counter(running.job.job_id for running in self.running.values() if not running.forgotten)
-        starts = scheduler.place(self.queue.values(), self.free_slots(), holding)
+        waiting = list(self.queue.values())
+        order, bands = self.budgets.scheduling_order([(job.job_id, job.order) for job in waiting])
+        starts = scheduler.place([waiting[index] for index in order], self.free_slots(), holding)
         if not starts:
             return
         with self.store.transaction():
@@ -256,9 +270,9 @@ class Engine:
                     continue
                 request = controller_pb2.Controller.LaunchJobRequest.FromString(job.request)
                 for index in indices:
-                    self._start(job, request, index)
+                    self._start(job, request, index, bands[queued.job_id])
 
-    def _start(self, job: JobRow, request: controller_pb2.Controller.LaunchJobRequest, idx: int) -> None:
+    def _start(self, job: JobRow, request: controller_pb2.Controller.LaunchJobRequest, idx: int, band: int) -> None:
         task = self.store.task(job.job_id, idx)
         assert task is not None
         attempt = task.attempt + 1
@@ -285,7 +299,7 @@ class Engine:
             job.job_id, idx, attempt, uid, J.TASK_STATE_ASSIGNED, None, "", None, None,
             None, None, "", str(workdir), 0,
         ))
-        self.store.update_task(job.job_id, idx, state=J.TASK_STATE_ASSIGNED, attempt=attempt)
+        self.store.update_task(job.job_id, idx, state=J.TASK_STATE_ASSIGNED, attempt=attempt, priority_band=band)
         running = Running(job, idx, attempt, uid, process)
         self.running[uid] = running
         bundle = Path(job.bundle_path) if job.bundle_path else None
@@ -497,16 +511,24 @@ class Engine:
         if task.state in ACTIVE_TASK_STATES:
             finished = {} if running else {"finished_ms": now_ms()}
             self.store.update_attempt(job_id, task.idx, task.attempt, state=attempt_state, error=reason, **finished)
+            if charges_preemption(attempt_state, started=task.state == J.TASK_STATE_RUNNING):
+                self._count_preemption(job_id, task)
         if running is not None:
             running.settled = True
             running.process.stop(reason)
+
+    def _count_preemption(self, job_id: str, task: TaskRow) -> None:
+        """Charge the task's and its job's preemption budget for a live attempt stopped out of band
+        (``iris.attempts``: a started attempt ended KILLED, WORKER_FAILED or PREEMPTED)."""
+        self.store.update_task(job_id, task.idx, preemption_count=task.preemption_count + 1)
+        job = self.store.job(job_id)
+        if job is not None:
+            self.store.update_job(job_id, preemption_count=job.preemption_count + 1)
 
     def _lose_task(self, job: JobRow, task: TaskRow, reason: str) -> None:
         """End a task whose worker (this controller) went away: WORKER_FAILED, siblings too."""
         self.store.update_attempt(job.job_id, task.idx, task.attempt, worker_failure=1)
         self._end_task(task, J.TASK_STATE_WORKER_FAILED, reason)
-        self.store.update_task(job.job_id, task.idx, preemption_count=task.preemption_count + 1)
-        self.store.update_job(job.job_id, preemption_count=job.preemption_count + 1)
         if job.coscheduled:
             for sibling in self.store.tasks(job.job_id):
                 if sibling.state not in TERMINAL_TASK_STATES:

@@ -8,9 +8,13 @@ its request and response types and the paths it answers at, so neither transport
 list: the job-facing RPCs of ``iris.cluster.ControllerService``, and finelog's
 ``LogService.FetchLogs``, which a real Iris controller proxies at
 ``/proxy/system.log-server/finelog.logging.LogService/FetchLogs`` (the path Marin's client
-reads logs from) and which is served here from the controller's own log store. Iris RPCs the
-embedded controller cannot serve (workers, endpoints, budgets, raw SQL, ...) are listed in
-``UNSUPPORTED`` and answered UNIMPLEMENTED with one line saying why.
+reads logs from) and which is served here from the controller's own log store; the task status
+text path (``EndpointService.ListEndpoints`` for ``/system/log-server``, and finelog's
+``StatsService`` RegisterTable / WriteRows / Query under the same proxy prefix, see
+``taskstatus``). Users, budgets and the scheduler's queues (``ListUsers``,
+``Set/Get/ListUserBudget(s)``, ``GetSchedulerState``) are served from the controller's own records
+(``budget``, ``users``). Iris RPCs the embedded controller cannot serve (workers, raw SQL, ...) are
+listed in ``UNSUPPORTED`` and answered UNIMPLEMENTED with one line saying why.
 
 Who may call (``Authenticator``): a caller with ``authorization: Bearer <token>`` holding the
 controller's token; or a caller with no ``authorization`` header at all whose TCP connection
@@ -34,7 +38,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 
 from fray_jupyter.controller import peer as peer_module
-from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
+from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
 
 if TYPE_CHECKING:
     import grpc
@@ -57,6 +61,7 @@ class Code(enum.Enum):
     INVALID_ARGUMENT = ("invalid_argument", 400)
     NOT_FOUND = ("not_found", 404)
     ALREADY_EXISTS = ("already_exists", 409)
+    PERMISSION_DENIED = ("permission_denied", 403)
     FAILED_PRECONDITION = ("failed_precondition", 400)
     RESOURCE_EXHAUSTED = ("resource_exhausted", 429)
     UNAUTHENTICATED = ("unauthenticated", 401)
@@ -125,6 +130,7 @@ class Method:
 
 
 _F = finelog_logging_pb2
+_S = finelog_stats_pb2
 METHODS: Final[tuple[Method, ...]] = (
     Method("LaunchJob", _C.LaunchJobRequest, _C.LaunchJobResponse, "launch_job"),
     Method("GetJobStatus", _C.GetJobStatusRequest, _C.GetJobStatusResponse, "get_job_status"),
@@ -138,34 +144,45 @@ METHODS: Final[tuple[Method, ...]] = (
     Method("ListWorkers", _C.ListWorkersRequest, _C.ListWorkersResponse, "list_workers"),
     Method("GetAutoscalerStatus", _C.GetAutoscalerStatusRequest, _C.GetAutoscalerStatusResponse,
            "get_autoscaler_status"),
+    Method("ListUsers", _C.ListUsersRequest, _C.ListUsersResponse, "list_users"),
+    Method("SetUserBudget", _C.SetUserBudgetRequest, _C.SetUserBudgetResponse, "set_user_budget"),
+    Method("GetUserBudget", _C.GetUserBudgetRequest, _C.GetUserBudgetResponse, "get_user_budget"),
+    Method("ListUserBudgets", _C.ListUserBudgetsRequest, _C.ListUserBudgetsResponse, "list_user_budgets"),
+    Method("GetSchedulerState", _C.GetSchedulerStateRequest, _C.GetSchedulerStateResponse, "get_scheduler_state"),
     Method("FetchLogs", _F.FetchLogsRequest, _F.FetchLogsResponse, "fetch_logs", LOG_SERVICE, LOG_SERVER_PROXY),
+    Method("ListEndpoints", _C.ListEndpointsRequest, _C.ListEndpointsResponse, "list_endpoints", ENDPOINT_SERVICE),
+    Method("RegisterTable", _S.RegisterTableRequest, _S.RegisterTableResponse, "register_table", STATS_SERVICE,
+           LOG_SERVER_PROXY),
+    Method("WriteRows", _S.WriteRowsRequest, _S.WriteRowsResponse, "write_rows", STATS_SERVICE, LOG_SERVER_PROXY),
+    Method("Query", _S.QueryRequest, _S.QueryResponse, "query", STATS_SERVICE, LOG_SERVER_PROXY),
 )
 METHODS_BY_PATH: Final[dict[str, Method]] = {path: method for method in METHODS for path in method.paths}
 
 # Why the embedded controller cannot serve an Iris RPC: one line per kind of missing machinery.
 _NO_WORKERS = "it has no workers (tasks run as processes on this machine, not on registered workers)"
 _NO_ENDPOINTS = "it has no endpoint registry or actor proxy (jobs cannot register or look up endpoints)"
-_NO_BUDGETS = "it has no users, budgets or priority bands (every caller is this machine's user)"
+_NO_IDENTITY = "it has no caller identities (every caller it lets in is this machine's user)"
 _NO_SQL = "it has no SQL query surface (use job/task listings and logs instead)"
 _NO_CLUSTER = "it has no autoscaler, backends, peers or checkpoints (it is one machine)"
 _NO_CONTAINERS = "its tasks are plain processes, not containers (no exec, profiling or process inspection)"
 _NO_KICK = "it does not force task attempts out of band (use `iris job cancel` to stop a job)"
 _NO_LOG_WRITES = "task output is captured by the controller itself; nothing is pushed to it"
+_STATUS_TEXT_ONLY = ("of finelog's stats it keeps the task status text namespace (iris.task_status) only, "
+                     "through RegisterTable, WriteRows and Query")
 _UNSUPPORTED_BY_SERVICE: Final[dict[str, dict[str, str]]] = {
     SERVICE_NAME: {
         "KickTasks": _NO_KICK, "Register": _NO_WORKERS, "RenewWorkerToken": _NO_WORKERS,
-        "GetWorkerStatus": _NO_WORKERS, "MintEndpointToken": _NO_ENDPOINTS, "ListUsers": _NO_BUDGETS, "ProfileTask": _NO_CONTAINERS,
+        "GetWorkerStatus": _NO_WORKERS, "MintEndpointToken": _NO_ENDPOINTS, "ProfileTask": _NO_CONTAINERS,
         "ExecInContainer": _NO_CONTAINERS, "BeginCheckpoint": _NO_CLUSTER, "GetProcessStatus": _NO_CONTAINERS,
-        "GetCurrentUser": _NO_BUDGETS, "GetKubernetesClusterStatus": _NO_CLUSTER, "ExecuteRawQuery": _NO_SQL,
-        "SetUserBudget": _NO_BUDGETS, "GetUserBudget": _NO_BUDGETS, "ListUserBudgets": _NO_BUDGETS,
-        "GetSchedulerState": _NO_CLUSTER, "ListBackends": _NO_CLUSTER, "ListPeers": _NO_CLUSTER,
+        "GetCurrentUser": _NO_IDENTITY, "GetKubernetesClusterStatus": _NO_CLUSTER, "ExecuteRawQuery": _NO_SQL,
+        "ListBackends": _NO_CLUSTER, "ListPeers": _NO_CLUSTER,
         "FederationSync": _NO_CLUSTER,
     },
-    ENDPOINT_SERVICE: {name: _NO_ENDPOINTS for name in ("RegisterEndpoint", "UnregisterEndpoint", "ListEndpoints")},
+    ENDPOINT_SERVICE: {name: _NO_ENDPOINTS for name in ("RegisterEndpoint", "UnregisterEndpoint")},
     LOG_SERVICE: {"PushLogs": _NO_LOG_WRITES},
-    STATS_SERVICE: {name: _NO_SQL for name in (
-        "RegisterTable", "WriteRows", "Query", "DropTable", "ListNamespaces", "GetTableSchema", "GetTableStatus",
-        "AbortTableMigration", "ReportRelayStatus", "ListRelayStatus")},
+    STATS_SERVICE: {name: _STATUS_TEXT_ONLY for name in (
+        "DropTable", "ListNamespaces", "GetTableSchema", "GetTableStatus", "AbortTableMigration", "ReportRelayStatus",
+        "ListRelayStatus")},
 }
 UNSUPPORTED: Final[dict[str, str]] = {
     path: f"{name} is not served by the embedded fray-jupyter controller: {reason}"

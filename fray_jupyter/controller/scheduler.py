@@ -4,7 +4,8 @@ The embedded controller counts local capacity in *task slots*: every running tas
 (including one being stopped) holds one slot. The cores, RAM, disk and chips a job requests
 describe the target cluster, so they are recorded but never compared with this machine.
 
-Placement is first-come, first-served with backfill: jobs are visited in submission order;
+Placement is in order with backfill: jobs are visited in the order the engine gives (Iris's: by
+effective priority band, users in turns inside a band, each user's jobs oldest first; ``budget``);
 a plain job starts as many of its pending tasks as there are free slots; a coscheduled job
 (a gang) starts all of its pending tasks at once or none, and only when none of its tasks
 still holds a slot. A gang that does not fit is skipped, so smaller jobs behind it can use
@@ -38,7 +39,7 @@ class QueuedJob:
 
 
 def place(queue: Iterable[QueuedJob], free: int, holding: Mapping[str, int]) -> list[tuple[QueuedJob, list[int]]]:
-    """The tasks to start now with ``free`` slots, as ``(job, task indices)`` in queue order;
+    """The tasks to start now with ``free`` slots, as ``(job, task indices)`` in the order of ``queue``;
     ``holding`` counts the slots each job already holds (running or still stopping tasks)."""
     starts: list[tuple[QueuedJob, list[int]]] = []
     for job in queue:
@@ -69,10 +70,12 @@ def unschedulable_reason(replicas: int, gang: bool, slots: int) -> str | None:
 
 def pending_reason(job: QueuedJob, free: int, slots: int, queued_jobs: int, holding: int) -> str:
     """A one-line explanation for a job that is still waiting to start tasks (``holding``: the
-    slots its own tasks still hold)."""
+    slots its own tasks still hold); "" when the free slots already fit it (the next pass starts it)."""
     wanted = len(job.pending)
     if job.gang and holding:
         return f"waiting for {holding} task(s) of the previous gang attempt to stop before restarting all together"
+    if free >= (wanted if job.gang else 1):
+        return ""
     need = f"{wanted} free task slots at once (coscheduled)" if job.gang else "a free task slot"
     return (
         f"waiting for {need}: {free} of {slots} slots free, {queued_jobs} job(s) queued; "

@@ -18,6 +18,10 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
   submission date, newest first; ``state_filter`` that names no state gives an empty page.
 * CompleteJob: every unfinished task becomes SUCCEEDED (its processes are stopped), then the
   job; a finished job is left as it is.
+* LaunchJob and bands: a ``priority_band`` that is no band is INVALID_ARGUMENT, INHERIT is stored
+  resolved, a band above the user's max band is PERMISSION_DENIED (``budget.Budgets.admit``).
+* ListUsers, SetUserBudget, GetUserBudget, ListUserBudgets, GetSchedulerState: from the controller's
+  own records, by Iris's rules (``users``, ``budget``).
 * FetchLogs (finelog's log service, as a real controller proxies it): see ``logservice``.
 * GetTaskLogs: ``id`` is a job id (all tasks) or a task id (``/<user>/<job>/<index>``,
   optionally ``:<attempt>``). Lines come back grouped per task, in capture order. The
@@ -33,13 +37,15 @@ import hashlib
 from pathlib import Path
 from typing import Any, Final, cast
 
-from fray_jupyter.controller import validation, views
+from fray_jupyter.controller import users, validation, views
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine, now_ms
 from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import JobRow, Store
-from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
+from fray_jupyter.controller.store import JobRow, Store, TaskRow
+from fray_jupyter.controller.taskstatus import TaskStatusText
+from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES, root_cause_highlights
+from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
 from fray_jupyter.iris.states import (
     JOB_STATE_SORT_ORDER,
     TERMINAL_JOB_STATES,
@@ -75,11 +81,13 @@ class ControllerService:
         self.bundle_dir = bundle_dir
         self.cluster = cluster
         self.log_service = LogService(store)
+        self.status_text = TaskStatusText(store)
 
     # -- jobs -----------------------------------------------------------------------------------
     def launch_job(self, request: C.LaunchJobRequest) -> C.LaunchJobResponse:
         """Admit, store and queue a job (see the module rules for an existing name)."""
         validation.validate_launch(request)
+        self.engine.budgets.admit(request)
         if self.cluster is not None:
             self.cluster.check_launch(request)
         job_id = request.name
@@ -205,23 +213,33 @@ class ControllerService:
         job = self._job(request.job_id)
         attempts = self.store.attempts(job.job_id)
         archives = self.store.output_archives(job.job_id)
-        reason = self.engine.pending_reason(job.job_id)
+        reason = self.engine.slot_reason(job.job_id)
         return C.ListTasksResponse(tasks=[
             views.task_status(job, task, [a for a in attempts if a.idx == task.idx], reason, archives)
             for task in self.store.tasks(job.job_id)
         ])
 
     def get_task_status(self, request: C.GetTaskStatusRequest) -> C.GetTaskStatusResponse:
-        """One task's status and the job's per-task resources."""
+        """One task's status, the job's per-task resources and, for a failed task, the likely
+        root-cause lines of its log."""
         job, idx, _ = self._resolve(request.task_id, allow_job=False)
         assert idx is not None
         task = self.store.task(job.job_id, idx)
         assert task is not None
         status = views.task_status(job, task, self.store.attempts(job.job_id, idx),
-                                   self.engine.pending_reason(job.job_id), self.store.output_archives(job.job_id, idx))
-        response = C.GetTaskStatusResponse(task=status)
+                                   self.engine.slot_reason(job.job_id), self.store.output_archives(job.job_id, idx))
+        response = C.GetTaskStatusResponse(task=status, root_cause_highlights=self._root_cause(task))
         response.job_resources.ParseFromString(job.resources)
         return response
+
+    def _root_cause(self, task: TaskRow) -> list[str]:
+        """Iris's likely root-cause lines of a FAILED / WORKER_FAILED task, from the newest lines of
+        its log, every attempt's (``iris.highlights``); empty in any other state."""
+        if task.state not in ROOT_CAUSE_STATES:
+            return []
+        tail = self.store.read_logs(task.job_id, idx=task.idx, after_id=0, since_ms=0, substring="", attempt=None,
+                                    limit=ROOT_CAUSE_LOG_TAIL, newest=True)
+        return root_cause_highlights(task.state, [row.data for row in tail])
 
     def get_task_logs(self, request: C.GetTaskLogsRequest) -> C.GetTaskLogsResponse:
         """Captured lines of a job or task (see the module rules for cursor and tail)."""
@@ -254,9 +272,48 @@ class ControllerService:
         if self.cluster is None:
             raise RpcError(Code.UNIMPLEMENTED, "this controller has no cluster profile (no autoscaler)")
         return self.cluster.autoscaler_status(request)
+    # -- users, budgets, the scheduler's queues (``budget``, ``users``) --------------------------------
+    def list_users(self, request: C.ListUsersRequest) -> C.ListUsersResponse:
+        """Every user with a job or a budget row, with their unfinished work (``users``)."""
+        del request
+        return users.list_users(self.store)
+
+    def set_user_budget(self, request: C.SetUserBudgetRequest) -> C.SetUserBudgetResponse:
+        """Store one user's budget limit and max band."""
+        return self.engine.budgets.set_user_budget(request, now_ms())
+
+    def get_user_budget(self, request: C.GetUserBudgetRequest) -> C.GetUserBudgetResponse:
+        """One user's limit, spend and max band."""
+        return self.engine.budgets.get_user_budget(request)
+
+    def list_user_budgets(self, request: C.ListUserBudgetsRequest) -> C.ListUserBudgetsResponse:
+        """Every user with a budget row, with their spend."""
+        return self.engine.budgets.list_user_budgets(request)
+
+    def get_scheduler_state(self, request: C.GetSchedulerStateRequest) -> C.GetSchedulerStateResponse:
+        """Pending and running tasks per band, user and job, and users' budget standing."""
+        return self.engine.budgets.get_scheduler_state(request)
+
     def fetch_logs(self, request: finelog_logging_pb2.FetchLogsRequest) -> finelog_logging_pb2.FetchLogsResponse:
         """finelog's FetchLogs over the controller's log store (see ``logservice``)."""
         return self.log_service.fetch_logs(request)
+
+    # -- task status text (see ``taskstatus``) --------------------------------------------------
+    def list_endpoints(self, request: C.ListEndpointsRequest) -> C.ListEndpointsResponse:
+        """``/system/log-server``: where a task's Iris client sends its status text."""
+        return self.status_text.list_endpoints(request, self.engine.controller_url)
+
+    def register_table(self, request: finelog_stats_pb2.RegisterTableRequest) -> finelog_stats_pb2.RegisterTableResponse:
+        """finelog's RegisterTable, for ``iris.task_status`` only."""
+        return self.status_text.register_table(request)
+
+    def write_rows(self, request: finelog_stats_pb2.WriteRowsRequest) -> finelog_stats_pb2.WriteRowsResponse:
+        """finelog's WriteRows: status text rows of this controller's tasks."""
+        return self.status_text.write_rows(request)
+
+    def query(self, request: finelog_stats_pb2.QueryRequest) -> finelog_stats_pb2.QueryResponse:
+        """finelog's Query, over the ``iris.task_status`` table."""
+        return self.status_text.query(request)
 
     # -- lookups --------------------------------------------------------------------------------
     def _job(self, job_id: str) -> JobRow:

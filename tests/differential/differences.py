@@ -65,3 +65,38 @@ Empty: no job differs in any aspect. The embedded controller reports every task 
 (``fray-local``) instead of an emulated slice, so its own task → worker map says nothing; its gangs
 start all-or-nothing on local slots, and its partition is ``plan().groups`` — which the twin's actual
 placement is checked against."""
+
+REASON_DIFFERENCES: dict[str, str] = {}
+"""Corpus job → why its pending reason differs between the two, for the jobs neither can ever place,
+compared with the twin at rest (``test_waits_and_failures``). Empty: every held job's reason is the
+twin's word for word — Iris's ``Scheduler: …`` half counts the workers up (at rest, the warm slices:
+the embedded controller counts those), and the ``Autoscaler: …`` half is its routing verdict.
+(With slices of earlier jobs still up, the twin's scheduler half counts them too — ``largest group
+has 4`` instead of ``No workers match constraints`` — which is why the comparison waits for rest.)"""
+
+EMBEDDED_ONLY_REASONS: dict[str, str] = {
+    "waiting for a free task slot": (
+        "Kept: the embedded controller runs every task on this machine's task slots (--slots), which Iris "
+        "has no counterpart of. A job whose tasks wait only for a slot says so, with the slots free and the "
+        "jobs queued (a gang: 'waiting for N free task slots at once (coscheduled)'); on the twin the same "
+        "job would be RUNNING or waiting for a scale-up ('Scheduler: …\n\nAutoscaler: (scaling up) Waiting "
+        "for worker scale-up in scale group …'), a state the embedded controller never has because every "
+        "placeable job starts at once on a free slot. Its tasks carry the same text while they wait."),
+    "task(s) of the previous gang attempt to stop": (
+        "Kept: a gang restarted after a member failed waits for its old processes to exit before all of "
+        "its tasks start together on local slots; an Iris worker does this out of sight of the scheduler."),
+}
+"""Pending reasons the embedded controller gives that Iris never does (no twin state to compare with),
+by a phrase each contains."""
+
+BUDGET_DIFFERENCES: dict[str, str] = {
+    "worker_id": ("GetSchedulerState's running buckets: Iris counts running tasks per worker; the embedded "
+                  "controller has no workers (its tasks run on this machine's slots), so each of its buckets has an "
+                  "empty worker_id and holds all of a job's running tasks at one band. Kept: the suite compares the "
+                  "buckets summed over workers."),
+}
+"""Fields of the budget RPCs' answers that differ by nature (``test_budget.py``). Not a difference of the
+suite, because it starts the embedded controller with ``--budget-limit 1000``: the default limit of a user
+without a budget row is 1000 on a genuine Iris whose cluster config names none, and unlimited on the
+embedded controller unless ``--budget-limit`` / ``$FRAY_CONTROLLER_BUDGET_LIMIT`` says otherwise (kept: a
+laptop user should not find their second TPU job silently demoted)."""
