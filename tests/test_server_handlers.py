@@ -366,6 +366,19 @@ def test_every_path_the_sidebar_calls_has_one_route_under_base_url() -> None:
         assert not any(pattern.match(f"{base}fray/jobs/a/b/c") for pattern, _ in patterns)
 
 
+@pytest.mark.parametrize("jp_base_url", ["/user/alice/", "/a%40b/"])  # JupyterHub's, and pytest-jupyter's own
+def test_the_api_answers_under_the_servers_base_url_and_nothing_at_the_root(
+        api: Callable[..., Reply], shared: ControllerProcess, http_server_client: Any, jp_base_url: str,
+        jp_auth_header: dict[str, str], jp_asyncio_loop: Any) -> None:
+    job_id = submit(shared, "echo hi", replicas=1, wait_for=FINISHED)
+    paths = ["status", "clusters", "jobs", job_path(job_id), job_path(job_id, "logs"), job_path(job_id, "tasks", "0"),
+             job_path(job_id, "outputs")]
+    assert [api(path).code for path in paths] == [200] * len(paths)
+    at_root = [fetch(http_server_client, jp_asyncio_loop, "/", path, headers=dict(jp_auth_header)).code
+               for path in [*paths, "events"]]
+    assert at_root == [404] * len(at_root)
+
+
 def test_outputs_list_each_tasks_files_and_serve_them_safely(
         api: Callable[..., Reply], shared: ControllerProcess, http_server_client: Any, jp_base_url: str,
         jp_auth_header: dict[str, str], jp_asyncio_loop: Any) -> None:

@@ -38,8 +38,8 @@ def launch_args() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Lab:
-    """A running server: its base URL, token, the directory notebooks are served from, and the
-    server's process id."""
+    """A running server: its URL (origin and ``base_url``, no trailing slash: ``{url}/lab``), token,
+    the directory notebooks are served from, and the server's process id."""
 
     url: str
     token: str
@@ -58,6 +58,10 @@ class Lab:
         notebooks other tests opened are not restored beside it) or Notebook 7 (``"notebook"``)."""
         path = f"lab/workspaces/{Path(name).stem}/tree/{name}" if app == "lab" else f"notebooks/{name}"
         return f"{self.url}/{path}?token={self.token}"
+
+    def home_url(self, app: str = "lab") -> str:
+        """URL of JupyterLab's last workspace (``app="lab"``) or Notebook 7's file browser (``"notebook"``)."""
+        return f"{self.url}/{'lab' if app == 'lab' else 'tree'}?token={self.token}"
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,10 +99,18 @@ def _wait_until_up(url: str, token: str, process: subprocess.Popen[bytes], log: 
     raise RuntimeError(f"jupyter lab did not answer within {START_TIMEOUT:.0f} s:\n{log.read_text()[-3000:]}")
 
 
+def base_url_arg(base_url: str) -> str:
+    """The server option serving everything under ``base_url`` (``/user/alice/``: as JupyterHub
+    serves a user's single-user server); refuses a path not starting and ending with ``/``."""
+    if not (base_url.startswith("/") and base_url.endswith("/")):
+        raise ValueError(f"base_url {base_url!r}: must start and end with '/', e.g. '/user/alice/'")
+    return f"--ServerApp.base_url={base_url}"
+
+
 @contextmanager
-def running_lab(workdir: Path, *extra_args: str) -> Iterator[Lab]:
-    """Start ``jupyter lab`` (plus ``extra_args``) with every Jupyter directory under ``workdir``;
-    stop it on exit."""
+def running_lab(workdir: Path, *extra_args: str, base_url: str = "/") -> Iterator[Lab]:
+    """Start ``jupyter lab`` (plus ``extra_args``) under ``base_url`` with every Jupyter directory
+    under ``workdir``; stop it on exit."""
     check_labextension_built()
     root, settings = workdir / "notebooks", workdir / "settings"
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
@@ -116,9 +128,9 @@ def running_lab(workdir: Path, *extra_args: str) -> Iterator[Lab]:
              f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
              f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
              "--JupyterNotebookApp.expose_app_in_browser=True", "--FileContentsManager.delete_to_trash=False",
-             *extra_args],
+             base_url_arg(base_url), *extra_args],
             env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}{base_url.rstrip('/')}"
     try:
         _wait_until_up(url, token, process, log)
         yield Lab(url, token, root, process.pid)

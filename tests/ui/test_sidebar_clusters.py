@@ -27,12 +27,13 @@ pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(una
 
 
 @pytest.fixture
-def twin_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    """A JupyterLab of its own whose HOME has the twin manifest (and starts no embedded controller)."""
+def twin_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_url: str) -> Iterator[Lab]:
+    """A JupyterLab of its own under ``base_url`` whose HOME has the twin manifest (and starts no
+    embedded controller)."""
     monkeypatch.setenv("HOME", str(marin_home(tmp_path, {"twin": TWIN_MANIFEST})))
     for name in (CLUSTER_ENV, MARIN_CLUSTER_ENV, "FRAY_CONTROLLER_URL", "FRAY_CONTROLLER_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    with running_lab(tmp_path / "lab", "--FrayServer.start_controller=False") as lab:
+    with running_lab(tmp_path / "lab", "--FrayServer.start_controller=False", base_url=base_url) as lab:
         yield lab
 
 
