@@ -5,7 +5,8 @@ needed: RPC handlers call ``submit`` / ``terminate`` / ``forget``; ``run`` sched
 tasks whenever something changes (a submit, an attempt's end) or a scheduling timeout falls
 due, and otherwise sleeps: an idle controller does no periodic work; each attempt is
 a coroutine (``runner.Attempt``) whose end feeds back into ``_attempt_ended``. State rules
-live in ``states``, placement in ``scheduler``, persistence in ``store``.
+live in ``states``, placement in ``scheduler``, persistence in ``store``, what a job's end does to
+the jobs below it in ``trees`` (child jobs: ``/<user>/<parent>/<child>…``).
 
 What happens to tasks when the controller stops: a graceful stop (SIGTERM/SIGINT) and a crash
 (``kill -9``, found by ``recover`` at the next start) both end every running attempt as
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from fray_jupyter.controller import scheduler, setup
+from fray_jupyter.controller import scheduler, setup, trees
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.logbuffer import LogBuffer
 from fray_jupyter.controller.runner import (
@@ -52,7 +53,7 @@ from fray_jupyter.controller.states import ACTIVE_TASK_STATES, derive_job_state,
 from fray_jupyter.controller.store import AttemptRow, JobRow, Store, TaskRow
 from fray_jupyter.iris import outputs
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
-from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
+from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES, parent_job_id
 
 J = job_pb2
 RESTART_REASON: Final[str] = "controller restarted while the task was running"
@@ -121,14 +122,16 @@ class Engine:
             self._recompute(job.job_id)
 
     def terminate(self, job_id: str, reason: str) -> None:
-        """Kill every unfinished task of the job (state KILLED) and stop its processes."""
+        """Kill every unfinished task of the job (state KILLED), stop its processes, and end every
+        unfinished job below it (``trees``)."""
         with self.store.transaction():
             self._stop_tasks(job_id, J.TASK_STATE_KILLED, reason)
             self._recompute(job_id)
+            self._end_descendants(job_id, trees.PARENT_JOB_TERMINATED)
 
     def complete(self, job_id: str, reason: str) -> None:
         """Mark every unfinished task of the job SUCCEEDED (stopping its processes), then the
-        job itself: Iris's CompleteJob."""
+        job itself, which ends the jobs below it: Iris's CompleteJob."""
         with self.store.transaction():
             self._stop_tasks(job_id, J.TASK_STATE_SUCCEEDED, reason)
             job = self.store.job(job_id)
@@ -139,6 +142,7 @@ class Engine:
             started = {} if job.started_ms is not None else {"started_ms": ts}
             self.store.update_job(job_id, state=J.JOB_STATE_SUCCEEDED, finished_ms=ts, error="", exit_code=0,
                                   **started)
+            self._end_descendants(job_id, trees.PARENT_JOB_TERMINATED)
 
     def forget(self, job_id: str) -> None:
         """Drop a job whose rows the caller has just deleted (``Store.delete_job``, same event
@@ -164,11 +168,23 @@ class Engine:
         if queued.hold:
             return queued.hold
         holding = len(self._live(job_id))
-        return scheduler.pending_reason(queued, self.free_slots(), self.slots, len(self.queue), holding)
+        free = self.slot_ledger().available(job_id)
+        return scheduler.pending_reason(queued, free, self.slots, len(self.queue), holding)
 
-    def free_slots(self) -> int:
-        """Slots not held by any task."""
-        return self.slots - len(self.running)
+    def slot_ledger(self) -> scheduler.SlotLedger:
+        """The slots as the lending rule shares them now (``scheduler``): every running task holds
+        one, and lends it to the jobs below its job while one of them is unfinished (the tasks of a
+        replaced job, still stopping, lend nothing)."""
+        unfinished = set(self.queue) | {running.job.job_id for running in self.running.values() if not running.forgotten}
+        lenders: set[str] = set()
+        for job_id in unfinished:
+            parent = parent_job_id(job_id)
+            while parent and parent not in lenders:
+                lenders.add(parent)
+                parent = parent_job_id(parent)
+        holders = [(running.job.job_id, not running.forgotten and running.job.job_id in lenders)
+                   for running in self.running.values()]
+        return scheduler.SlotLedger(self.slots, holders, lenders)
 
     async def run(self) -> None:
         """Schedule whenever woken or when the next scheduling deadline falls due (never on a
@@ -243,7 +259,7 @@ class Engine:
         """Expire scheduling deadlines, then start what fits (``scheduler.place``)."""
         self._expire_deadlines()
         holding = Counter(running.job.job_id for running in self.running.values() if not running.forgotten)
-        starts = scheduler.place(self.queue.values(), self.free_slots(), holding)
+        starts = scheduler.place(self.queue.values(), self.slot_ledger(), holding)
         if not starts:
             return
         with self.store.transaction():
@@ -428,6 +444,8 @@ class Engine:
             self.store.update_task(job.job_id, task.idx, state=J.TASK_STATE_FAILED, failure_count=failures,
                                    exit_code=outcome.exit_code, error=outcome.error, finished_ms=now_ms())
         requeue = [task.idx] if retry else []
+        if retry and trees.terminates_children(self._preemption_policy(job), job.replicas):
+            self._end_descendants(job.job_id, trees.PARENT_TASK_RETRIED)
         if job.coscheduled:
             sibling_id = f"{job.job_id}/{task.idx}"
             for sibling in self.store.tasks(job.job_id):
@@ -462,8 +480,24 @@ class Engine:
             changes.update(self._final_summary(job, state))
             self.store.update_job(job_id, **changes)
             self._stop_tasks(job_id, J.TASK_STATE_KILLED, f"job ended ({J.JobState.Name(state)})")
+            if trees.ends_descendants(state, self._preemption_policy(job), job.replicas):
+                self._end_descendants(job_id, trees.PARENT_JOB_TERMINATED)
             return
         self.store.update_job(job_id, **changes)
+
+    @staticmethod
+    def _preemption_policy(job: JobRow) -> int:
+        """The ``preemption_policy`` the job was launched with (``trees`` reads it)."""
+        return controller_pb2.Controller.LaunchJobRequest.FromString(job.request).preemption_policy
+
+    def _end_descendants(self, job_id: str, reason: str) -> None:
+        """End every unfinished job below ``job_id``: its unfinished tasks KILLED with ``reason``,
+        then the job (KILLED, with that reason as its error)."""
+        for below in self.store.descendants(job_id):
+            current = self.store.job(below.job_id)
+            if current is not None and current.state not in TERMINAL_JOB_STATES:
+                self._stop_tasks(below.job_id, J.TASK_STATE_KILLED, reason)
+                self._recompute(below.job_id)
 
     def _final_summary(self, job: JobRow, state: int) -> dict[str, object]:
         """Finish time, exit code and error of a job reaching terminal ``state``."""
