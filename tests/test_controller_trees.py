@@ -2,7 +2,7 @@
 what a job's end does to the jobs below it (``controller.trees``), replacing a tree, the tree's logs
 and change-feed reports, and the lending rule for slots (``controller.scheduler``) with 1, 2 and
 4 slots. The same scenarios against the genuine Iris scheduler: ``tests/differential/test_coordinators.py``;
-tasks submitting their children through Marin's clients: ``tests/test_controller_trees_e2e.py``."""
+tasks submitting their children through Marin's clients and ours: ``tests/test_marin_tools.py``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from fray_jupyter.controller.rpc import Code
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
 from tests.controller_harness import launch_request
-from tests.test_controller_service import Core, refused, run
+from tests.test_controller_service import Core, _zip, refused, run
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -27,6 +27,15 @@ def child(parent: str, name: str, command: str, **fields: object) -> C.LaunchJob
     request = launch_request("child", command, **fields)  # type: ignore[arg-type]
     request.name = f"{parent}/{name}"
     return request
+
+
+async def stored_lines(core: Core, job_id: str, timeout: float = 15) -> list[str]:
+    """The job's log lines once there are some (a running job's lines reach the store in batches)."""
+    deadline = time.monotonic() + timeout
+    while not (lines := core.lines(job_id)):
+        assert time.monotonic() < deadline, f"no line of {job_id} reached the store"
+        await asyncio.sleep(0.02)
+    return lines
 
 
 def listing(core: Core, scope: int, parent: str = "", limit: int = 0) -> C.ListJobsResponse:
@@ -44,6 +53,20 @@ def test_a_child_needs_a_live_parent_and_a_name_that_is_not_an_integer(tmp_path:
         coord = core.launch(launch_request("coord", "sleep 30"))
         assert "cannot be an integer" in refused(Code.INVALID_ARGUMENT, lambda: core.launch(child(coord, "0", "true")))
         assert core.launch(child(coord, "step", "true")) == "/alice/coord/step"
+
+    run(tmp_path, body)
+
+
+def test_a_child_named_by_its_parents_bundle_runs_on_the_parents_files(tmp_path: Path) -> None:
+    """Iris's in-task client sends the task's ``IRIS_BUNDLE_ID`` instead of a zip."""
+    async def body(core: Core) -> None:
+        coord = core.launch(launch_request("coord", "echo $IRIS_BUNDLE_ID; sleep 30",
+                                           bundle_blob=_zip({"step.txt": "from the parent's workspace\n"})))
+        step = child(coord, "step", "cat step.txt", bundle_id=(await stored_lines(core, coord))[0])
+        assert (await core.wait(core.launch(step))).state == J.JOB_STATE_SUCCEEDED
+        assert core.lines(step.name) == ["from the parent's workspace"]
+        unknown = child(coord, "lost", "true", bundle_id="0" * 64)
+        assert "names no bundle this controller holds" in refused(Code.INVALID_ARGUMENT, lambda: core.launch(unknown))
 
     run(tmp_path, body)
 
@@ -157,10 +180,7 @@ def test_a_jobs_logs_with_a_prefix_include_every_descendants(tmp_path: Path) -> 
         sibling = core.launch(launch_request("coord-2", "echo sibling"))  # shares the name's prefix, not the tree
         for job_id in (step, sub, sibling):
             await core.wait(job_id)
-        deadline = time.monotonic() + 15
-        while not core.lines(root):  # the root runs on: its line is stored once the buffer flushes
-            assert time.monotonic() < deadline, "the root's line never reached the store"
-            await asyncio.sleep(0.02)
+        await stored_lines(core, root)  # the root runs on: its line is stored once the buffer flushes
 
         def keys(source: str, scope: int) -> list[str]:
             answer = core.service.fetch_logs(F.FetchLogsRequest(source=source, match_scope=scope))

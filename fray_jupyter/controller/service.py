@@ -15,6 +15,9 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
   transaction (a crash leaves either the old tree or the new job, whole); the old tree's
   processes still stopping are then the engine's to finish (``Engine.forget``), and the
   replacement gets a new row id, so nothing of the old run reaches it.
+* A request may name a bundle by ``bundle_id`` alone (no ``bundle_blob``), as a task's child does
+  with its parent's: it must be one this controller holds (the sha256 of a zip it was sent), else
+  INVALID_ARGUMENT.
 * Child jobs (``/<user>/<parent>/<child>…``, as a task submits them): the parent must exist
   and be unfinished, else FAILED_PRECONDITION with Iris's words ("parent job … is absent from the
   database", "… has terminated (state=…)"), checked before the cluster profile and the existing
@@ -43,6 +46,7 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -65,6 +69,7 @@ C = controller_pb2.Controller
 J = job_pb2
 MAX_LIST_JOBS_LIMIT: Final[int] = 500
 MAX_LIST_JOBS_OFFSET: Final[int] = 5000
+_DIGEST: Final[re.Pattern[str]] = re.compile(r"[0-9a-f]{64}")
 DEFAULT_LOG_LINES: Final[int] = 10_000
 MAX_LOG_LINES: Final[int] = 100_000
 _STATE_ORDER_SQL: Final[str] = (
@@ -112,6 +117,8 @@ class ControllerService:
             digest = hashlib.sha256(request.bundle_blob).hexdigest()
             stored.bundle_id = stored.bundle_id or digest
             bundle_path = str(self._save_bundle(digest, request.bundle_blob))
+        elif request.bundle_id:
+            bundle_path = str(self._held_bundle(request.bundle_id))
         job = JobRow(
             id=0, job_id=job_id, name=job_id.lower(), user=validation.job_id_user(job_id), state=J.JOB_STATE_PENDING,
             submitted_ms=now_ms(), started_ms=None, finished_ms=None, error="", exit_code=None,
@@ -155,6 +162,16 @@ class ControllerService:
         if not finished:
             raise RpcError(Code.ALREADY_EXISTS, f"Job {existing.job_id} already exists and is still running")
         return False
+
+    def _held_bundle(self, bundle_id: str) -> Path:
+        """The bundle a request names by id alone, as a task's child does (Iris's in-task client
+        sends the task's ``IRIS_BUNDLE_ID``); INVALID_ARGUMENT when this controller holds none by
+        that id."""
+        path = self.bundle_dir / f"{bundle_id}.zip"
+        if not _DIGEST.fullmatch(bundle_id) or not path.is_file():
+            raise RpcError(Code.INVALID_ARGUMENT, f"bundle_id {bundle_id[:80]!r} names no bundle this controller "
+                                                  "holds; send the workspace as bundle_blob")
+        return path
 
     def _save_bundle(self, digest: str, blob: bytes) -> Path:
         path = self.bundle_dir / f"{digest}.zip"

@@ -17,6 +17,8 @@ Rules (marin-iris 0.2.227, ``iris/client/client.py`` and ``iris/cluster/client/j
   Then, unless some constraint names ``region`` (the ANY-region marker included), the child is
   pinned to the region of the parent's worker (``IRIS_WORKER_REGION``). The marker is dropped
   before sending, as for any job.
+* Workspace: a child sent without a workspace zip of its own names the parent's bundle
+  (``IRIS_BUNDLE_ID``), as the client Iris builds inside a task does, so it runs on the same files.
 * Sandboxed children and forwarded secrets are not modelled: fray-jupyter sends neither.
 """
 
@@ -47,6 +49,9 @@ class ParentJob:
     """None: the task was given no ``IRIS_JOB_SETUP_SCRIPTS`` (not the same as ``()``, no setup)."""
     constraints: tuple[Constraint, ...] = ()
     worker_region: str = ""
+    bundle_id: str = ""
+    """The task's workspace bundle (``IRIS_BUNDLE_ID``): a child sent without one of its own names
+    it, as Iris's in-task client does, so it runs on the same files."""
 
     @property
     def user(self) -> str:
@@ -114,4 +119,5 @@ def parent_job(environ: Mapping[str, str] | None = None) -> ParentJob | None:
         setup_scripts=None if scripts is None else tuple(str(s) for s in scripts),
         constraints=_constraints(env),
         worker_region=env.get("IRIS_WORKER_REGION", ""),
+        bundle_id=env.get("IRIS_BUNDLE_ID", ""),
     )

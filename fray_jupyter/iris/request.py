@@ -233,6 +233,8 @@ def translate(
         client_revision_date=client_revision_date(revision_date),
         bundle_blob=bundle,
     )
+    if parent is not None and parent.bundle_id and not bundle:
+        request.bundle_id = parent.bundle_id
     if job.timeout is not None:
         request.timeout.milliseconds = job.timeout // datetime.timedelta(milliseconds=1)
     if coscheduling is not None:
