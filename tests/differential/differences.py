@@ -65,3 +65,16 @@ Empty: no job differs in any aspect. The embedded controller reports every task 
 (``fray-local``) instead of an emulated slice, so its own task → worker map says nothing; its gangs
 start all-or-nothing on local slots, and its partition is ``plan().groups`` — which the twin's actual
 placement is checked against."""
+
+COORDINATOR_DIFFERENCES: dict[tuple[str, str], str] = {
+    ("raw", "integer name"): (
+        "Kept: Iris's controller accepts a child job named by an integer (/diff/raw/0) and then lists it among the "
+        "root jobs (JobName.depth counts it as a task); its own client refuses the name ('Nested Job name cannot be "
+        "an integer'). The embedded controller refuses it at LaunchJob, INVALID_ARGUMENT: the id would name task 0 "
+        "of its parent, and its logs and tasks would collide with the parent's."),
+    ("raw", "children of garbage"): (
+        "Kept: Iris answers a CHILDREN query whose parent_job_id is no job id with an internal error (JobName "
+        "raises inside the query); the embedded controller says INVALID_ARGUMENT, naming the value."),
+}
+"""(coordinator scenario or "raw", aspect) → why the two controllers differ (``test_coordinators.py``);
+aspects are jobs, links, listed, seen, and for "raw" each call's name."""
