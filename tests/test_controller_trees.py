@@ -168,6 +168,12 @@ def test_replacing_a_root_replaces_its_whole_tree(tmp_path: Path) -> None:
         await core.wait(root)
         assert core.lines(root) == ["second-run"]
         assert not [r for r in core.engine.running.values() if not r.forgotten]
+        # %%fray's policy (KEEP): a cell run again after its coordinator ended replaces the ended tree
+        cell = core.launch(launch_request("cell", "sleep 0.5"))
+        ended = core.launch(child(cell, "step", "sleep 30"))
+        await core.wait(ended)
+        assert core.launch(launch_request("cell", "true")) == cell
+        refused(Code.NOT_FOUND, lambda: core.status(ended))
 
     run(tmp_path, body)
 
