@@ -87,3 +87,13 @@ def test_a_gang_below_a_lender_counts_the_lent_slots() -> None:
     assert _started([gang], 1) == []
     assert [(job.job_id, tasks) for job, tasks in place([gang], SlotLedger(2, [("/a/c", True)]), {})] == [
         ("/a/c/gang", [0, 1])]
+
+
+def test_the_lenders_are_the_ancestors_of_every_unfinished_job() -> None:
+    """A queued grandchild makes its parent and the root lend; a replaced job's task still stopping
+    holds its slot and lends nothing; a job whose children all finished lends nothing."""
+    ledger = SlotLedger.of(2, [("/a/c", True), ("/a/c/s", True), ("/b/done", True)], ["/a/c/s/sub"])
+    assert ledger.lenders == {"/a/c", "/a/c/s"} and ledger.available("/a/c/s/sub") == 1
+    assert ledger.available("/b/done/next") == 0  # /b/done holds the other slot and lends nothing
+    stopping = SlotLedger.of(1, [("/a/c", False)], ["/a/c/s"])
+    assert stopping.available("/a/c/s") == 0

@@ -263,6 +263,8 @@ via_iris = iris.submit(IrisEntrypoint.from_command("sh", "-c", "echo via-iris"),
 ours = fray_jupyter.fray_client().submit(fray_jupyter.JobRequest(
     name="via-fray-jupyter", entrypoint=fray_jupyter.Entrypoint.from_binary("sh", ["-c", 'cat "$IRIS_WORKDIR/mid.py"']),
     resources=fray_jupyter.ResourceConfig(cpu=1, ram="256m", disk="1g")))
+value = fray_jupyter.submit(lambda x: x * 2, 21, name="via-submit").result(timeout=120)
+assert value == 42, value
 wait_all([*steps, ours])
 via_iris.wait()
 print("children:", steps[0].job_id, via_iris.job_id, ours.job_id, flush=True)
@@ -303,8 +305,8 @@ def run_coordinator(url: str, name: str, workspace: Path) -> dict[str, int]:
 
 
 def test_a_coordinator_submits_children_and_grandchildren_through_every_client(url: str, workspace: Path) -> None:
-    """Marin's ``current_client()`` (two levels deep), ``IrisClient`` and fray-jupyter's own client,
-    each from inside a task: every job succeeds, with ids ``/<user>/<coordinator>/<child>[/<g>]``;
+    """Marin's ``current_client()`` (two levels deep), ``IrisClient`` and fray-jupyter's own clients
+    (``fray_client()``, ``submit(fn)``), each from inside a task: every job succeeds, with ids ``/<user>/<coordinator>/<child>[/<g>]``;
     the children of Marin's in-task client run on the coordinator's workspace (its bundle)."""
     from fray_jupyter.iris.proto import job_pb2
 
@@ -312,7 +314,7 @@ def test_a_coordinator_submits_children_and_grandchildren_through_every_client(u
     root = f"/{USER}/{name}"
     states = run_coordinator(url, name, workspace)
     assert states == dict.fromkeys([root, f"{root}/mid", f"{root}/via-iris", f"{root}/via-fray-jupyter",
-                                    f"{root}/mid/leaf"], job_pb2.JOB_STATE_SUCCEEDED)
+                                    f"{root}/via-submit", f"{root}/mid/leaf"], job_pb2.JOB_STATE_SUCCEEDED)
 
 
 def test_one_slot_runs_a_three_deep_tree_of_waiting_coordinators(tmp_path: Path) -> None:
@@ -326,4 +328,4 @@ def test_one_slot_runs_a_three_deep_tree_of_waiting_coordinators(tmp_path: Path)
         states = run_coordinator(controller.info.url, job_name("one-slot"), tmp_path / "cwd")
     finally:
         stop_quietly(controller)
-    assert set(states.values()) == {job_pb2.JOB_STATE_SUCCEEDED} and len(states) == 5, states
+    assert set(states.values()) == {job_pb2.JOB_STATE_SUCCEEDED} and len(states) == 6, states

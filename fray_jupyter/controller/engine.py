@@ -53,7 +53,7 @@ from fray_jupyter.controller.states import ACTIVE_TASK_STATES, derive_job_state,
 from fray_jupyter.controller.store import AttemptRow, JobRow, Store, TaskRow
 from fray_jupyter.iris import outputs
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
-from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES, parent_job_id
+from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
 
 J = job_pb2
 RESTART_REASON: Final[str] = "controller restarted while the task was running"
@@ -172,19 +172,9 @@ class Engine:
         return scheduler.pending_reason(queued, free, self.slots, len(self.queue), holding)
 
     def slot_ledger(self) -> scheduler.SlotLedger:
-        """The slots as the lending rule shares them now (``scheduler``): every running task holds
-        one, and lends it to the jobs below its job while one of them is unfinished (the tasks of a
-        replaced job, still stopping, lend nothing)."""
-        unfinished = set(self.queue) | {running.job.job_id for running in self.running.values() if not running.forgotten}
-        lenders: set[str] = set()
-        for job_id in unfinished:
-            parent = parent_job_id(job_id)
-            while parent and parent not in lenders:
-                lenders.add(parent)
-                parent = parent_job_id(parent)
-        holders = [(running.job.job_id, not running.forgotten and running.job.job_id in lenders)
-                   for running in self.running.values()]
-        return scheduler.SlotLedger(self.slots, holders, lenders)
+        """The slots as the lending rule shares them now (``scheduler.SlotLedger.of``)."""
+        running = [(running.job.job_id, not running.forgotten) for running in self.running.values()]
+        return scheduler.SlotLedger.of(self.slots, running, self.queue)
 
     async def run(self) -> None:
         """Schedule whenever woken or when the next scheduling deadline falls due (never on a

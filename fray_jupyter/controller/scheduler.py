@@ -73,6 +73,20 @@ class SlotLedger:
         for job_id, lends in sorted(holders, key=lambda holder: job_depth(holder[0])):  # lenders first
             self._hold(job_id, 1, lends=lends)
 
+    @classmethod
+    def of(cls, slots: int, running: Iterable[tuple[str, bool]], queued: Iterable[str]) -> SlotLedger:
+        """The ledger now: ``running`` has one ``(job id, live)`` per task holding a slot (not live: a
+        replaced job's task still stopping, which lends nothing); the lenders are the ancestors of
+        every unfinished job, queued or with a live task."""
+        holding = list(running)
+        lenders: set[str] = set()
+        for job_id in {*queued, *(job_id for job_id, live in holding if live)}:
+            for ancestor in _ancestors(job_id):
+                if ancestor in lenders:
+                    break
+                lenders.add(ancestor)
+        return cls(slots, [(job_id, live and job_id in lenders) for job_id, live in holding], lenders)
+
     def available(self, job_id: str) -> int:
         """Slots a task of ``job_id`` may start in: the free ones and those its ancestors lend."""
         return max(self.free, 0) + sum(self.lent[ancestor] for ancestor in _ancestors(job_id))
