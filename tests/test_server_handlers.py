@@ -221,7 +221,7 @@ def test_unknown_job_is_404_with_a_message(api: Callable[..., Reply], shared: Co
 
 @pytest.mark.parametrize(("path", "params"), [
     ("jobs", {"state": "bogus"}), ("jobs", {"sort": "size"}), ("jobs", {"order": "up"}), ("jobs", {"start": "yes"}),
-    ("jobs", {"limit": "-1"}), ("jobs", {"limit": "1000"}), ("jobs", {"offset": "x"}),
+    ("jobs", {"limit": "-1"}), ("jobs", {"limit": "1000"}), ("jobs", {"offset": "x"}), ("jobs", {"offset": "5001"}),
     ("jobs", {"scope": "tree"}), ("jobs", {"scope": "children"}), ("jobs", {"parent": "/alice/x"}),
     ("jobs", {"parent": "/alice/x", "scope": "roots"}),
     (job_path("/alice/x", "logs"), {"cursor": "-5"}), (job_path("/alice/x", "logs"), {"tail": "maybe"}),

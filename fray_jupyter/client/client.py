@@ -45,7 +45,7 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
-from fray_jupyter.iris.states import is_job_finished, parent_job_id
+from fray_jupyter.iris.states import MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET, is_job_finished, parent_job_id
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
@@ -56,8 +56,6 @@ SCOPES: Final[dict[str, Controller.JobQueryScope]] = {
     "children": Controller.JOB_QUERY_SCOPE_CHILDREN,
 }
 """``list``'s scopes, Iris's ``JobQueryScope``: every job, jobs without a parent, one job's children."""
-LIST_PAGE_MAX: Final[int] = 500
-"""The most jobs a controller returns in one ``ListJobs`` page (Iris's ``MAX_LIST_JOBS_LIMIT``)."""
 SORT_FIELDS: Final[dict[str, Controller.JobSortField]] = {
     "date": Controller.JOB_SORT_FIELD_DATE,
     "name": Controller.JOB_SORT_FIELD_NAME,
@@ -296,14 +294,14 @@ class FrayClient:
         return JobPage(tuple(response.jobs), response.total_count, response.has_more)
 
     def children(self, job_id: str) -> tuple[JobStatus, ...]:
-        """Every direct child of the job, oldest first (pages of ``LIST_PAGE_MAX`` until the
-        controller says there are no more)."""
+        """The job's direct children, oldest first: pages of 500 until the controller says there are
+        no more, or up to the deepest offset a controller answers (at most 5,500 children)."""
         found: list[JobStatus] = []
         while True:
             page = self.list(scope="children", parent=job_id, sort="date", descending=False,
-                             offset=len(found), limit=LIST_PAGE_MAX)
+                             offset=len(found), limit=MAX_LIST_JOBS_LIMIT)
             found += page.jobs
-            if not page.has_more or not page.jobs:
+            if not page.has_more or not page.jobs or len(found) > MAX_LIST_JOBS_OFFSET:
                 return tuple(found)
 
     def autoscaler_status(self) -> Controller.GetAutoscalerStatusResponse:

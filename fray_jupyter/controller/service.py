@@ -59,6 +59,8 @@ from fray_jupyter.controller.store import JobRow, Store
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
 from fray_jupyter.iris.states import (
     JOB_STATE_SORT_ORDER,
+    MAX_LIST_JOBS_LIMIT,
+    MAX_LIST_JOBS_OFFSET,
     TERMINAL_JOB_STATES,
     job_state_from_name,
     parent_job_id,
@@ -67,8 +69,6 @@ from fray_jupyter.iris.states import (
 
 C = controller_pb2.Controller
 J = job_pb2
-MAX_LIST_JOBS_LIMIT: Final[int] = 500
-MAX_LIST_JOBS_OFFSET: Final[int] = 5000
 _DIGEST: Final[re.Pattern[str]] = re.compile(r"[0-9a-f]{64}")
 DEFAULT_LOG_LINES: Final[int] = 10_000
 MAX_LOG_LINES: Final[int] = 100_000

@@ -9,7 +9,9 @@ Rules (restating Iris's ``cluster/types.py`` and its controller):
   names where they share meaning.
 * A job is finished (``is_job_finished``) in SUCCEEDED, FAILED, KILLED, WORKER_FAILED or
   UNSCHEDULABLE; a task also in PREEMPTED and COSCHED_FAILED. A finished state never changes.
-* ``ListJobs`` sorted by state orders RUNNING, BUILDING, PENDING, then the finished states.
+* ``ListJobs`` sorted by state orders RUNNING, BUILDING, PENDING, then the finished states; its
+  pages hold at most 500 jobs and reach at most offset 5,000 (Iris's ``MAX_LIST_JOBS_LIMIT`` and
+  ``MAX_LIST_JOBS_OFFSET``).
 * A job id is ``/<user>/<name>[/<child>…]``; a task id is ``<job id>/<index>``; a log row's key
   is ``<task id>:<attempt>``. A child job's id is its parent's id and its own name
   (``JobName.child``); its parent is the id without the last component, a root job (two
@@ -35,6 +37,11 @@ TERMINAL_TASK_STATES: Final[frozenset[int]] = frozenset(
      J.TASK_STATE_UNSCHEDULABLE, J.TASK_STATE_PREEMPTED, J.TASK_STATE_COSCHED_FAILED}
 )
 """Task states that never change again."""
+
+MAX_LIST_JOBS_LIMIT: Final[int] = 500
+"""The most jobs one ``ListJobs`` page holds (a ``limit`` of 0 or above it means this many)."""
+MAX_LIST_JOBS_OFFSET: Final[int] = 5000
+"""The deepest ``ListJobs`` offset a controller answers (deeper is INVALID_ARGUMENT)."""
 
 JOB_STATE_SORT_ORDER: Final[dict[int, int]] = {
     J.JOB_STATE_RUNNING: 0, J.JOB_STATE_BUILDING: 1, J.JOB_STATE_PENDING: 2, J.JOB_STATE_SUCCEEDED: 3,

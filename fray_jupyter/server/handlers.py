@@ -44,7 +44,7 @@ from fray_jupyter.client import (
 from fray_jupyter.client.client import SCOPES, SORT_FIELDS
 from fray_jupyter.client.clusters import CLUSTER_NAME, list_clusters, marin_unavailable
 from fray_jupyter.client.discovery import NO_CONTROLLER_URL
-from fray_jupyter.iris.states import JOB_STATES
+from fray_jupyter.iris.states import JOB_STATES, MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.server import contract, serialize
 from fray_jupyter.server.link import ControllerLink
@@ -52,7 +52,6 @@ from fray_jupyter.server.watch import ChangeHub
 
 T = TypeVar("T")
 
-MAX_PAGE: Final[int] = 500
 MAX_LOG_LINES: Final[int] = 5000
 DEFAULT_LOG_LINES: Final[int] = 1000
 MAX_OUTPUT_FILE_BYTES: Final[int] = 16 * 2**20
@@ -219,8 +218,8 @@ class JobsHandler(FrayHandler):
         state = self.choice_arg("state", "", ("", *JOB_STATES))
         sort = self.choice_arg("sort", "date", tuple(SORT_FIELDS))
         descending = self.choice_arg("order", "desc", ("asc", "desc")) == "desc"
-        offset = self.int_arg("offset", 0, most=10**9)
-        limit = self.int_arg("limit", 50, most=MAX_PAGE) or 50
+        offset = self.int_arg("offset", 0, most=MAX_LIST_JOBS_OFFSET)  # a controller refuses deeper pages
+        limit = self.int_arg("limit", 50, most=MAX_LIST_JOBS_LIMIT) or 50
         name = self.get_query_argument("name", "")
         page = await self.call(lambda client: client.list(
             name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit,
