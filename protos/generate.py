@@ -2,8 +2,9 @@
 
 Usage: ``.venv/bin/python protos/generate.py [--out DIR]`` (default: ``fray_jupyter/iris/proto/``).
 
-Sources: ``protos/iris/*.proto`` (the Iris controller API) and ``protos/finelog/logging.proto``
-(the read side of finelog's log service, written out as ``finelog_logging_pb2.py``).
+Sources: ``protos/iris/*.proto`` (the Iris controller API) and ``protos/finelog/*.proto`` (the read
+side of finelog's log service and the task-status part of its stats service, written out as
+``finelog_logging_pb2.py`` and ``finelog_stats_pb2.py``).
 
 protoc output is post-processed so the generated modules obey two rules:
 
@@ -44,6 +45,7 @@ PROTO_FILES: tuple[str, ...] = (
     "iris/vm.proto",
     "iris/controller.proto",
     "finelog/logging.proto",
+    "finelog/stats.proto",
 )
 # Only controller.proto declares a service; protoc's empty *_pb2_grpc.py for the others are dropped.
 GENERATED_FILES: tuple[str, ...] = (
@@ -60,11 +62,15 @@ GENERATED_FILES: tuple[str, ...] = (
     "controller_pb2_grpc.py",
     "finelog_logging_pb2.py",
     "finelog_logging_pb2.pyi",
+    "finelog_stats_pb2.py",
+    "finelog_stats_pb2.pyi",
 )
 # A generated file's protoc output path (relative to protoc's output dir) when it is not iris/<name>.
 _SOURCES: dict[str, str] = {
     "finelog_logging_pb2.py": "finelog/logging_pb2.py",
     "finelog_logging_pb2.pyi": "finelog/logging_pb2.pyi",
+    "finelog_stats_pb2.py": "finelog/stats_pb2.py",
+    "finelog_stats_pb2.pyi": "finelog/stats_pb2.pyi",
 }
 
 _IRIS_IMPORT = re.compile(r"^from iris import (\w+) as ", re.MULTILINE)

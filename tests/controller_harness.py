@@ -20,7 +20,8 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from fray_jupyter.controller.rpc import METHODS, Method
-from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris import arrow_ipc
+from fray_jupyter.iris.proto import controller_pb2, finelog_stats_pb2, job_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file
@@ -28,6 +29,18 @@ from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file
 C = controller_pb2.Controller
 M = TypeVar("M", bound=Message)
 _BY_NAME = {method.name: method for method in METHODS}
+
+
+def status_text_rows(task_ids: list[str], attempts: list[int], details: list[str], summaries: list[str],
+                     ts: list[int] | None = None) -> finelog_stats_pb2.WriteRowsRequest:
+    """What a task's ``report_task_status_text`` sends (Iris's ``TaskStatusRow`` columns; ``ts`` in
+    epoch ms, left out when None), one row per task id."""
+    columns = [arrow_ipc.Column("task_id", "utf8", list(task_ids)), arrow_ipc.Column("attempt_id", "int64", attempts),
+               arrow_ipc.Column("status_text_detail_md", "utf8", details),
+               arrow_ipc.Column("status_text_summary_md", "utf8", summaries)]
+    if ts is not None:
+        columns.append(arrow_ipc.Column("ts", "ts[ms]", ts))
+    return finelog_stats_pb2.WriteRowsRequest(namespace="iris.task_status", arrow_ipc=arrow_ipc.write(columns))
 
 
 class WireError(Exception):

@@ -63,7 +63,7 @@ def test_an_eight_task_v4_32_gang_stays_pending_with_irises_reason(wire: Wire) -
     status = wire.status(held)
     assert status.state == J.JOB_STATE_PENDING
     assert status.pending_reason == (
-        "Scheduler: Coscheduling: need 8 workers in same 'tpu-name' group, largest group has 4\n\n"
+        "Scheduler: No workers match constraints: ['device-type', 'device-variant']\n\n"
         "Autoscaler: Unsatisfied autoscaler demand: coschedule_mismatch: job needs 8 tasks coscheduled but no "
         "matching group has num_vms=8 (tpu_v4_32=4)")
     assert {t.state for t in wire.tasks(held)} == {J.TASK_STATE_PENDING}

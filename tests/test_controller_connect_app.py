@@ -77,9 +77,9 @@ def test_errors_follow_the_connect_protocol() -> None:
     assert _error(_post(body=b"xx", headers={**proto, "content-encoding": "gzip"})) == (400, "invalid_argument")
     assert _error(_post(headers={**proto, "content-encoding": "br"})) == (501, "unimplemented")
     assert _error(_post("/iris.cluster.ControllerService/Nope", headers=proto)) == (501, "unimplemented")
-    unsupported = _post("/proxy/system.log-server/finelog.stats.StatsService/Query", headers=proto)
+    unsupported = _post("/proxy/system.log-server/finelog.stats.StatsService/DropTable", headers=proto)
     assert _error(unsupported) == (501, "unimplemented")
-    assert "no SQL query surface" in unsupported.json()["message"]
+    assert "task status text namespace (iris.task_status) only" in unsupported.json()["message"]
     assert _error(_post(verb="GET", headers=proto)) == (405, "unimplemented")
     not_found = C.GetJobStateRequest(job_ids=["/boom"]).SerializeToString()
     assert _error(_post(body=not_found, headers=proto)) == (404, "not_found")

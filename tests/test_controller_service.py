@@ -415,3 +415,50 @@ def test_an_idle_engine_sets_no_timer_and_a_scheduling_deadline_still_fires(tmp_
         assert "Scheduling timeout exceeded" in status.error
 
     run(tmp_path, body, slots=1)
+
+
+FAILING = ("echo starting; printf 'Loading:  45%%|####5     | 450/1000 [00:12<00:15,  3.21it/s]\\n' >&2; "
+           "printf 'Traceback (most recent call last):\\n  File \"train.py\", line 3, in <module>\\n' >&2; "
+           "echo \"ValueError: bad shape on attempt ${IRIS_TASK_ID##*:}\" >&2; exit 1")
+
+
+def test_a_failed_task_names_its_exception_lines_as_the_root_cause(tmp_path: Path) -> None:
+    """GetTaskStatus of a FAILED task carries Iris's highlights from its log, every attempt's (the
+    progress bar never counts); each retry is an attempt, each failure is counted; a task that
+    succeeded has none."""
+    async def body(core: Core) -> None:
+        failing = core.launch(launch_request("fails", FAILING, max_retries_failure=1, max_task_failures=1))
+        fine = core.launch(launch_request("fine", "echo 'ValueError: only printed'"))
+        assert (await core.wait(failing)).state == J.JOB_STATE_FAILED
+        assert (await core.wait(fine)).state == J.JOB_STATE_SUCCEEDED
+        response = core.service.get_task_status(C.GetTaskStatusRequest(task_id=f"{failing}/0"))
+        traceback = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>']
+        assert list(response.root_cause_highlights) == [
+            *traceback, "ValueError: bad shape on attempt 0", *traceback, "ValueError: bad shape on attempt 1"]
+        assert [(a.attempt_id, a.state, a.exit_code) for a in response.task.attempts] == [
+            (0, J.TASK_STATE_FAILED, 1), (1, J.TASK_STATE_FAILED, 1)]
+        assert core.status(failing).failure_count == 2
+        quiet = core.service.get_task_status(C.GetTaskStatusRequest(task_id=f"{fine}/0"))
+        assert list(quiet.root_cause_highlights) == []
+
+    run(tmp_path, body)
+
+
+def test_a_running_task_stopped_out_of_band_counts_as_a_preemption(tmp_path: Path) -> None:
+    """Iris's rule: a started attempt ended KILLED charges the preemption budget; a task cancelled
+    before it started charges nothing, and its PENDING wait said why."""
+    async def body(core: Core) -> None:
+        running = core.launch(launch_request("runs", "sleep 30", replicas=2))
+        waiting = core.launch(launch_request("waits", "sleep 30"))
+        await core.wait(running, {J.JOB_STATE_RUNNING})
+        while {t.state for t in core.tasks(running)} != {J.TASK_STATE_RUNNING}:
+            await asyncio.sleep(0.02)
+        (queued,) = core.tasks(waiting)
+        assert "free task slot" in queued.pending_reason and "free task slot" in core.status(waiting).pending_reason
+        for job_id in (running, waiting):
+            core.service.terminate_job(C.TerminateJobRequest(job_id=job_id))
+        assert (await core.wait(running)).preemption_count == 2
+        assert (await core.wait(waiting)).preemption_count == 0
+        assert {a.state for t in core.tasks(running) for a in t.attempts} == {J.TASK_STATE_KILLED}
+
+    run(tmp_path, body, slots=2)

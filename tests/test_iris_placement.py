@@ -29,7 +29,7 @@ def test_v4_32_times_two_is_one_gang_never_placed() -> None:
     assert P.route(r, PROFILE).reason == ("coschedule_mismatch: job needs 8 tasks coscheduled but no matching group "
                                           "has num_vms=8 (tpu_v4_32=4)")
     assert W.pending_reason(r, PROFILE) == (
-        "Scheduler: Coscheduling: need 8 workers in same 'tpu-name' group, largest group has 4\n\n"
+        "Scheduler: No workers match constraints: ['device-type', 'device-variant']\n\n"
         "Autoscaler: Unsatisfied autoscaler demand: coschedule_mismatch: job needs 8 tasks coscheduled but no "
         "matching group has num_vms=8 (tpu_v4_32=4)")
 

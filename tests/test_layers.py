@@ -104,7 +104,7 @@ def test_the_rule_catches_an_upward_import() -> None:
 
 
 # -- the drawing -------------------------------------------------------------------------------------
-README: Final = Path(__file__).resolve().parents[1] / "README.md"
+DRAWN_IN: Final = Path(__file__).resolve().parents[1] / "docs" / "development.md"
 DRAWING: Final = re.compile(r"```mermaid\n(flowchart TD\n.*?)```", re.DOTALL)
 
 
@@ -120,11 +120,11 @@ def drawing() -> str:
     return "flowchart TD\n" + "".join(f"  {low} --> {high}\n" for low, high in sorted(arrows))
 
 
-def test_the_readme_draws_the_imports_as_they_are() -> None:
-    """README's drawing of the layers is the one the import graph gives (so it cannot go stale),
-    and every arrow in it is one the layer rule allows: none runs upward."""
-    found = DRAWING.search(README.read_text())
-    assert found is not None and found.group(1) == drawing(), f"README's Layout drawing should be:\n{drawing()}"
+def test_the_docs_draw_the_imports_as_they_are() -> None:
+    """The docs' drawing of the layers (docs/development.md, "Layout") is the one the import graph
+    gives (so it cannot go stale), and every arrow in it is one the layer rule allows: none runs upward."""
+    found = DRAWING.search(DRAWN_IN.read_text())
+    assert found is not None and found.group(1) == drawing(), f"{DRAWN_IN.name}'s Layout drawing should be:\n{drawing()}"
     for line in drawing().splitlines()[1:]:
         importer, _, imported = line.strip().partition(" --> ")
         assert importer == "surfaces" or imported in ALLOWED[importer], line

@@ -231,7 +231,7 @@ def test_a_failed_setup_names_its_command_and_output(embedded: ControllerProcess
 
 @pytest.mark.parametrize(("command", "rpc"), [
     (("query", "select 1"), "ExecuteRawQuery"),
-    (("endpoints", "list"), "ListEndpoints"),
+    (("endpoints", "mint", "/system/log-server"), "MintEndpointToken"),
     (("user", "budget", "list"), "ListUserBudgets"),
     (("task", "fail", "/x/y/0"), "KickTasks"),
     (("process", "status"), "GetProcessStatus"),

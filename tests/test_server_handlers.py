@@ -31,7 +31,13 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.request import resolve_user
 from fray_jupyter.runtime_file import read_runtime_file, runtime_file_path, write_runtime_file
 from fray_jupyter.server.extension import routes
-from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
+from tests.controller_harness import (
+    ControllerProcess,
+    launch_request,
+    start_controller,
+    status_text_rows,
+    stop_quietly,
+)
 from tests.fray_rest import Reply, fetch, job_path
 
 HOSTILE_NAME = "<img_src=x_onerror=alert(1)>"
@@ -180,6 +186,40 @@ def test_job_detail_has_its_tasks(api: Callable[..., Reply], shared: ControllerP
     assert tasks[0]["task_id"] == f"{job_id}/0" and tasks[0]["attempts"] == 1
 
 
+FAILING = ("printf '  3%%|#  | 30/1000 [00:01<00:33, 29.5it/s]\\nTraceback (most recent call last):\\n' >&2; "
+           "echo \"KeyError: 'lr' (attempt ${IRIS_TASK_ID##*:})\" >&2; exit 2")
+
+
+def test_job_detail_explains_why_a_task_failed_and_each_attempt(api: Callable[..., Reply],
+                                                                 shared: ControllerProcess) -> None:
+    """Each retry is an attempt; the counts are read against the job's limits; a failed task's root
+    cause ends with its exception line; a task's reported status text rides along; the task route
+    answers the same for one task."""
+    wire = shared.wire()
+    try:
+        request = launch_request(f"t-{uuid.uuid4().hex[:8]}", FAILING, replicas=1, max_retries_failure=1,
+                                 max_task_failures=1)
+        job_id = wire.launch(request)
+        wire.wait(job_id, FINISHED)
+        wire.call("WriteRows", status_text_rows([f"{job_id}/0"], [1], ["[W&B](https://wandb.ai/r)"], ["step 9"]))
+    finally:
+        wire.close()
+    detail = api(job_path(job_id)).body
+    limits = {"max_task_failures": 1, "max_retries_failure": 1,
+              "max_retries_preemption": request.max_retries_preemption}
+    assert (detail["job"]["failure_count"], detail["limits"]) == (2, limits)
+    (task,) = detail["tasks"]
+    assert [(a["attempt_id"], a["state"], a["exit_code"]) for a in task["history"]] == [(0, "failed", 2), (1, "failed", 2)]
+    assert all(a["started_ms"] <= a["finished_ms"] for a in task["history"])
+    assert (task["failure_count"], task["preemption_count"]) == (2, 0)
+    assert task["root_cause"] == ["Traceback (most recent call last):", "KeyError: 'lr' (attempt 0)",
+                                  "Traceback (most recent call last):", "KeyError: 'lr' (attempt 1)"]
+    assert (task["status_text"], task["status_summary"]) == ("[W&B](https://wandb.ai/r)", "step 9")
+    one = api(job_path(job_id, "tasks", "0")).body
+    assert one == {"task": task, "limits": limits}
+    assert api(job_path(job_id, "tasks", "5")).code == 404
+
+
 def test_logs_page_by_cursor_and_tail(api: Callable[..., Reply], shared: ControllerProcess) -> None:
     job_id = submit(shared, "for i in 1 2 3; do echo line $i; done", replicas=1, wait_for=FINISHED)
     page = api(job_path(job_id, "logs")).body
@@ -242,7 +282,7 @@ def free_port() -> int:
 
 
 CONTROLLER_ROUTES = [("jobs", "GET"), (job_path("/alice/x"), "GET"), (job_path("/alice/x", "logs"), "GET"),
-                     (job_path("/alice/x", "cancel"), "POST")]
+                     (job_path("/alice/x", "cancel"), "POST"), (job_path("/alice/x", "tasks", "0"), "GET")]
 
 
 @pytest.mark.parametrize(("path", "method"), CONTROLLER_ROUTES)

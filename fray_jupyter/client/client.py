@@ -29,7 +29,7 @@ from typing import Final, NamedTuple, Protocol, Self, TypeVar
 
 from google.protobuf.message import Message
 
-from fray_jupyter.client.errors import AuthenticationFailed, FrayError, JobNotFound
+from fray_jupyter.client.errors import AuthenticationFailed, ControllerUnreachable, FrayError, JobNotFound
 from fray_jupyter.client.logs import (
     LOG_SERVICE_PATH,
     LogPage,
@@ -39,13 +39,21 @@ from fray_jupyter.client.logs import (
     from_task_logs,
     task_logs_request,
 )
+from fray_jupyter.client.status_text import QUERY_PATH as STATUS_QUERY_PATH
+from fray_jupyter.client.status_text import StatusText, status_text_sql, status_texts
 from fray_jupyter.client.transport import ConnectTransport, Transport, open_transport
 from fray_jupyter.cluster.profile import ClusterProfile, ProfileError, profile_from_json
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
-from fray_jupyter.iris.states import MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET, is_job_finished, parent_job_id
+from fray_jupyter.iris.states import (
+    MAX_LIST_JOBS_LIMIT,
+    MAX_LIST_JOBS_OFFSET,
+    is_job_finished,
+    parent_job_id,
+    task_job,
+)
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
@@ -178,8 +186,36 @@ class FrayClient:
 
     def status(self, job_id: str) -> JobStatus:
         """The job's full status (state, error, task counts, pending reason...)."""
+        return self.job(job_id).job
+
+    def job(self, job_id: str) -> Controller.GetJobStatusResponse:
+        """The job's status and the request it was launched with (its retry limits among it)."""
         request = Controller.GetJobStatusRequest(job_id=job_id)
-        return self._call("GetJobStatus", request, Controller.GetJobStatusResponse, job_id=job_id).job
+        return self._call("GetJobStatus", request, Controller.GetJobStatusResponse, job_id=job_id)
+
+    def task(self, task_id: str) -> Controller.GetTaskStatusResponse:
+        """One task with every attempt, and for a failed task the controller's likely root-cause
+        lines of its log (``root_cause_highlights``)."""
+        request = Controller.GetTaskStatusRequest(task_id=task_id)
+        return self._call("GetTaskStatus", request, Controller.GetTaskStatusResponse, job_id=task_job(task_id))
+
+    def status_texts(self, task_ids: Iterable[str], *, since_ms: int = 0) -> dict[str, StatusText]:
+        """Task id → the newest status text each task reported since ``since_ms`` (the job's
+        submission time) — ``client.status_text``; tasks that reported none are left out, and so is
+        everything where the controller keeps none (a gRPC URL, a finelog that has no such table yet).
+        A controller that cannot be reached, or refuses the caller, is still an error."""
+        wanted = list(task_ids)
+        if not wanted or not isinstance(self._transport, ConnectTransport):
+            return {}
+        body = {"sql": status_text_sql(wanted, since_ms)}
+        try:
+            answer = self._retrying(lambda: self._log_transport().call_json(STATUS_QUERY_PATH, body, self.timeout),
+                                    idempotent=True, job_id=task_job(wanted[0]))
+            return status_texts(answer)
+        except (ControllerUnreachable, AuthenticationFailed):
+            raise
+        except (FrayError, ValueError):  # no such table yet, no stats service, not a table
+            return {}
 
     def state(self, job_ids: Iterable[str]) -> dict[str, job_pb2.JobState]:
         """``{job id: JobState}`` for each id, in one light call; an unknown id is ``JobNotFound``."""

@@ -11,8 +11,9 @@ applied to it (``iris.placement``), while every task still runs on this machine'
 
 Known differences from a genuine Iris on the same profile (the twin): every accepted, placeable task
 starts at once on a local slot, so ``max_slices`` never makes a job wait and no slice boots; the
-``Scheduler:`` half of a pending reason counts one slice of each matching group as up (Iris counts
-the workers it has at that moment); GetAutoscalerStatus lists only the warm slices (no slices for
+``Scheduler:`` half of a pending reason counts only the warm slices as up (Iris's text for the
+cluster at rest: Iris counts the workers up at that moment, and slices earlier jobs scaled up stay
+until idle); GetAutoscalerStatus lists only the warm slices (no slices for
 running jobs, no recent actions or routing decision) and ListWorkers only their workers.
 """
 

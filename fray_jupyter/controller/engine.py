@@ -52,6 +52,7 @@ from fray_jupyter.controller.runner import (
 from fray_jupyter.controller.states import ACTIVE_TASK_STATES, derive_job_state, task_retries_after_failure
 from fray_jupyter.controller.store import AttemptRow, JobRow, Store, TaskRow
 from fray_jupyter.iris import outputs
+from fray_jupyter.iris.attempts import charges_preemption
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
 
@@ -161,12 +162,17 @@ class Engine:
                 and not running.forgotten and (idx is None or running.idx == idx)]
 
     def pending_reason(self, job_id: str) -> str:
-        """Why a PENDING job has not started (empty when it is not waiting for slots)."""
+        """Why a PENDING job has not started: Iris's reason when the cluster can never place it,
+        else ``slot_reason`` (empty when it is not waiting)."""
         queued = self.queue.get(job_id)
-        if queued is None:
+        return queued.hold if queued is not None and queued.hold else self.slot_reason(job_id)
+
+    def slot_reason(self, job_id: str) -> str:
+        """Why the job's queued tasks wait for this controller's task slots ("" when none wait for
+        them: not queued, or held for ever by the cluster's rules)."""
+        queued = self.queue.get(job_id)
+        if queued is None or queued.hold:
             return ""
-        if queued.hold:
-            return queued.hold
         holding = len(self._live(job_id))
         free = self.slot_ledger().available(job_id)
         return scheduler.pending_reason(queued, free, self.slots, len(self.queue), holding)
@@ -521,16 +527,24 @@ class Engine:
         if task.state in ACTIVE_TASK_STATES:
             finished = {} if running else {"finished_ms": now_ms()}
             self.store.update_attempt(job_id, task.idx, task.attempt, state=attempt_state, error=reason, **finished)
+            if charges_preemption(attempt_state, started=task.state == J.TASK_STATE_RUNNING):
+                self._count_preemption(job_id, task)
         if running is not None:
             running.settled = True
             running.process.stop(reason)
+
+    def _count_preemption(self, job_id: str, task: TaskRow) -> None:
+        """Charge the task's and its job's preemption budget for a live attempt stopped out of band
+        (``iris.attempts``: a started attempt ended KILLED, WORKER_FAILED or PREEMPTED)."""
+        self.store.update_task(job_id, task.idx, preemption_count=task.preemption_count + 1)
+        job = self.store.job(job_id)
+        if job is not None:
+            self.store.update_job(job_id, preemption_count=job.preemption_count + 1)
 
     def _lose_task(self, job: JobRow, task: TaskRow, reason: str) -> None:
         """End a task whose worker (this controller) went away: WORKER_FAILED, siblings too."""
         self.store.update_attempt(job.job_id, task.idx, task.attempt, worker_failure=1)
         self._end_task(task, J.TASK_STATE_WORKER_FAILED, reason)
-        self.store.update_task(job.job_id, task.idx, preemption_count=task.preemption_count + 1)
-        self.store.update_job(job.job_id, preemption_count=job.preemption_count + 1)
         if job.coscheduled:
             for sibling in self.store.tasks(job.job_id):
                 if sibling.state not in TERMINAL_TASK_STATES:

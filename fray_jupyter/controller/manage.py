@@ -137,8 +137,9 @@ async def _collect_offline(root: Path) -> dict[str, Any]:
         store.close()
 
 
-def main(argv: Sequence[str]) -> int:
-    """``fray-jupyter controller status|stop|gc [options]``."""
+def build_parser() -> argparse.ArgumentParser:
+    """The ``fray-jupyter controller status|stop|gc`` argument parser (the docs' CLI page is generated
+    from it)."""
     parser = argparse.ArgumentParser(prog="fray-jupyter controller", description=__doc__.split("\n")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
     for name, run, text in (("status", _status, "show the running controller"), ("stop", _stop, "stop it"),
@@ -151,6 +152,12 @@ def main(argv: Sequence[str]) -> int:
         if name != "stop":
             verb.add_argument("--json", action="store_true", help="print JSON")
         verb.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``fray-jupyter controller status|stop|gc [options]``."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     args.runtime_file = (args.runtime_file or runtime_file_path()).expanduser()
     args.state_dir = (args.state_dir or state_dir()).expanduser()

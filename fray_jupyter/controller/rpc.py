@@ -8,7 +8,10 @@ its request and response types and the paths it answers at, so neither transport
 list: the job-facing RPCs of ``iris.cluster.ControllerService``, and finelog's
 ``LogService.FetchLogs``, which a real Iris controller proxies at
 ``/proxy/system.log-server/finelog.logging.LogService/FetchLogs`` (the path Marin's client
-reads logs from) and which is served here from the controller's own log store. Iris RPCs the
+reads logs from) and which is served here from the controller's own log store; the task status
+text path (``EndpointService.ListEndpoints`` for ``/system/log-server``, and finelog's
+``StatsService`` RegisterTable / WriteRows / Query under the same proxy prefix, see
+``taskstatus``). Iris RPCs the
 embedded controller cannot serve (workers, endpoints, budgets, raw SQL, ...) are listed in
 ``UNSUPPORTED`` and answered UNIMPLEMENTED with one line saying why.
 
@@ -34,7 +37,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 
 from fray_jupyter.controller import peer as peer_module
-from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
+from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
 
 if TYPE_CHECKING:
     import grpc
@@ -125,6 +128,7 @@ class Method:
 
 
 _F = finelog_logging_pb2
+_S = finelog_stats_pb2
 METHODS: Final[tuple[Method, ...]] = (
     Method("LaunchJob", _C.LaunchJobRequest, _C.LaunchJobResponse, "launch_job"),
     Method("GetJobStatus", _C.GetJobStatusRequest, _C.GetJobStatusResponse, "get_job_status"),
@@ -139,6 +143,11 @@ METHODS: Final[tuple[Method, ...]] = (
     Method("GetAutoscalerStatus", _C.GetAutoscalerStatusRequest, _C.GetAutoscalerStatusResponse,
            "get_autoscaler_status"),
     Method("FetchLogs", _F.FetchLogsRequest, _F.FetchLogsResponse, "fetch_logs", LOG_SERVICE, LOG_SERVER_PROXY),
+    Method("ListEndpoints", _C.ListEndpointsRequest, _C.ListEndpointsResponse, "list_endpoints", ENDPOINT_SERVICE),
+    Method("RegisterTable", _S.RegisterTableRequest, _S.RegisterTableResponse, "register_table", STATS_SERVICE,
+           LOG_SERVER_PROXY),
+    Method("WriteRows", _S.WriteRowsRequest, _S.WriteRowsResponse, "write_rows", STATS_SERVICE, LOG_SERVER_PROXY),
+    Method("Query", _S.QueryRequest, _S.QueryResponse, "query", STATS_SERVICE, LOG_SERVER_PROXY),
 )
 METHODS_BY_PATH: Final[dict[str, Method]] = {path: method for method in METHODS for path in method.paths}
 
@@ -151,6 +160,8 @@ _NO_CLUSTER = "it has no autoscaler, backends, peers or checkpoints (it is one m
 _NO_CONTAINERS = "its tasks are plain processes, not containers (no exec, profiling or process inspection)"
 _NO_KICK = "it does not force task attempts out of band (use `iris job cancel` to stop a job)"
 _NO_LOG_WRITES = "task output is captured by the controller itself; nothing is pushed to it"
+_STATUS_TEXT_ONLY = ("of finelog's stats it keeps the task status text namespace (iris.task_status) only, "
+                     "through RegisterTable, WriteRows and Query")
 _UNSUPPORTED_BY_SERVICE: Final[dict[str, dict[str, str]]] = {
     SERVICE_NAME: {
         "KickTasks": _NO_KICK, "Register": _NO_WORKERS, "RenewWorkerToken": _NO_WORKERS,
@@ -161,11 +172,11 @@ _UNSUPPORTED_BY_SERVICE: Final[dict[str, dict[str, str]]] = {
         "GetSchedulerState": _NO_CLUSTER, "ListBackends": _NO_CLUSTER, "ListPeers": _NO_CLUSTER,
         "FederationSync": _NO_CLUSTER,
     },
-    ENDPOINT_SERVICE: {name: _NO_ENDPOINTS for name in ("RegisterEndpoint", "UnregisterEndpoint", "ListEndpoints")},
+    ENDPOINT_SERVICE: {name: _NO_ENDPOINTS for name in ("RegisterEndpoint", "UnregisterEndpoint")},
     LOG_SERVICE: {"PushLogs": _NO_LOG_WRITES},
-    STATS_SERVICE: {name: _NO_SQL for name in (
-        "RegisterTable", "WriteRows", "Query", "DropTable", "ListNamespaces", "GetTableSchema", "GetTableStatus",
-        "AbortTableMigration", "ReportRelayStatus", "ListRelayStatus")},
+    STATS_SERVICE: {name: _STATUS_TEXT_ONLY for name in (
+        "DropTable", "ListNamespaces", "GetTableSchema", "GetTableStatus", "AbortTableMigration", "ReportRelayStatus",
+        "ListRelayStatus")},
 }
 UNSUPPORTED: Final[dict[str, str]] = {
     path: f"{name} is not served by the embedded fray-jupyter controller: {reason}"

@@ -146,10 +146,12 @@ def unschedulable_reason(replicas: int, gang: bool, slots: int) -> str | None:
 
 def pending_reason(job: QueuedJob, free: int, slots: int, queued_jobs: int, holding: int) -> str:
     """A one-line explanation for a job that is still waiting to start tasks (``holding``: the
-    slots its own tasks still hold)."""
+    slots its own tasks still hold); "" when the free slots already fit it (the next pass starts it)."""
     wanted = len(job.pending)
     if job.gang and holding:
         return f"waiting for {holding} task(s) of the previous gang attempt to stop before restarting all together"
+    if free >= (wanted if job.gang else 1):
+        return ""
     need = f"{wanted} free task slots at once (coscheduled)" if job.gang else "a free task slot"
     return (
         f"waiting for {need}: {free} of {slots} slots free, {queued_jobs} job(s) queued; "

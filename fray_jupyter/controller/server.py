@@ -85,8 +85,8 @@ DEFAULT_HOST: Final[str] = "127.0.0.1"
 _LOG = logging.getLogger("fray_jupyter.controller")
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The command line (see ``--help``)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The ``fray-jupyter controller`` argument parser (the docs' CLI page is generated from it)."""
     parser = argparse.ArgumentParser(
         prog="fray-jupyter controller",
         description="Run the embedded Iris-compatible controller (or, with --iris-local, a genuine Iris "
@@ -126,6 +126,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--iris-local", action="store_true",
                         help="run a genuine Iris local cluster (needs marin-iris[controller]) instead, its scale "
                              "groups from --cluster-config")
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line (see ``--help``)."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.slots is not None and args.slots < 1:
         parser.error("--slots must be at least 1")

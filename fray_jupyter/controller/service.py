@@ -55,8 +55,10 @@ from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine, now_ms
 from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import JobRow, Store
-from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
+from fray_jupyter.controller.store import JobRow, Store, TaskRow
+from fray_jupyter.controller.taskstatus import TaskStatusText
+from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES, root_cause_highlights
+from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
 from fray_jupyter.iris.states import (
     JOB_STATE_SORT_ORDER,
     MAX_LIST_JOBS_LIMIT,
@@ -95,6 +97,7 @@ class ControllerService:
         self.bundle_dir = bundle_dir
         self.cluster = cluster
         self.log_service = LogService(store)
+        self.status_text = TaskStatusText(store)
 
     # -- jobs -----------------------------------------------------------------------------------
     def launch_job(self, request: C.LaunchJobRequest) -> C.LaunchJobResponse:
@@ -267,23 +270,33 @@ class ControllerService:
         job = self._job(request.job_id)
         attempts = self.store.attempts(job.job_id)
         archives = self.store.output_archives(job.job_id)
-        reason = self.engine.pending_reason(job.job_id)
+        reason = self.engine.slot_reason(job.job_id)
         return C.ListTasksResponse(tasks=[
             views.task_status(job, task, [a for a in attempts if a.idx == task.idx], reason, archives)
             for task in self.store.tasks(job.job_id)
         ])
 
     def get_task_status(self, request: C.GetTaskStatusRequest) -> C.GetTaskStatusResponse:
-        """One task's status and the job's per-task resources."""
+        """One task's status, the job's per-task resources and, for a failed task, the likely
+        root-cause lines of its log."""
         job, idx, _ = self._resolve(request.task_id, allow_job=False)
         assert idx is not None
         task = self.store.task(job.job_id, idx)
         assert task is not None
         status = views.task_status(job, task, self.store.attempts(job.job_id, idx),
-                                   self.engine.pending_reason(job.job_id), self.store.output_archives(job.job_id, idx))
-        response = C.GetTaskStatusResponse(task=status)
+                                   self.engine.slot_reason(job.job_id), self.store.output_archives(job.job_id, idx))
+        response = C.GetTaskStatusResponse(task=status, root_cause_highlights=self._root_cause(task))
         response.job_resources.ParseFromString(job.resources)
         return response
+
+    def _root_cause(self, task: TaskRow) -> list[str]:
+        """Iris's likely root-cause lines of a FAILED / WORKER_FAILED task, from the newest lines of
+        its log, every attempt's (``iris.highlights``); empty in any other state."""
+        if task.state not in ROOT_CAUSE_STATES:
+            return []
+        tail = self.store.read_logs(task.job_id, idx=task.idx, after_id=0, since_ms=0, substring="", attempt=None,
+                                    limit=ROOT_CAUSE_LOG_TAIL, newest=True)
+        return root_cause_highlights(task.state, [row.data for row in tail])
 
     def get_task_logs(self, request: C.GetTaskLogsRequest) -> C.GetTaskLogsResponse:
         """Captured lines of a job (with ``include_children``, of its whole tree) or task (see the
@@ -322,6 +335,23 @@ class ControllerService:
     def fetch_logs(self, request: finelog_logging_pb2.FetchLogsRequest) -> finelog_logging_pb2.FetchLogsResponse:
         """finelog's FetchLogs over the controller's log store (see ``logservice``)."""
         return self.log_service.fetch_logs(request)
+
+    # -- task status text (see ``taskstatus``) --------------------------------------------------
+    def list_endpoints(self, request: C.ListEndpointsRequest) -> C.ListEndpointsResponse:
+        """``/system/log-server``: where a task's Iris client sends its status text."""
+        return self.status_text.list_endpoints(request, self.engine.controller_url)
+
+    def register_table(self, request: finelog_stats_pb2.RegisterTableRequest) -> finelog_stats_pb2.RegisterTableResponse:
+        """finelog's RegisterTable, for ``iris.task_status`` only."""
+        return self.status_text.register_table(request)
+
+    def write_rows(self, request: finelog_stats_pb2.WriteRowsRequest) -> finelog_stats_pb2.WriteRowsResponse:
+        """finelog's WriteRows: status text rows of this controller's tasks."""
+        return self.status_text.write_rows(request)
+
+    def query(self, request: finelog_stats_pb2.QueryRequest) -> finelog_stats_pb2.QueryResponse:
+        """finelog's Query, over the ``iris.task_status`` table."""
+        return self.status_text.query(request)
 
     # -- lookups --------------------------------------------------------------------------------
     def _job(self, job_id: str) -> JobRow:

@@ -1,4 +1,4 @@
-"""SQLite persistence for the embedded controller: jobs, tasks, attempts and log lines.
+"""SQLite persistence for the embedded controller: jobs, tasks, attempts, log lines and status text.
 
 One file, ``<state dir>/controller.sqlite3`` (created 0600: it holds jobs' env vars), in WAL mode with ``synchronous=NORMAL``: a
 committed transaction survives the controller being killed (even ``kill -9``); only a power
@@ -154,15 +154,30 @@ names its replacement), ``cleaned_ms`` (when retention removed a finished job's 
 ``stray_processes`` (process groups of replaced jobs still stopping, killed by ``recover`` after
 a crash)."""
 
-_TREES_V3: Final[str] = """
+_TASK_STATUS_TEXT: Final[str] = """
+CREATE TABLE "iris.task_status" (
+  job_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  attempt_id INTEGER NOT NULL,
+  ts INTEGER NOT NULL,
+  status_text_detail_md TEXT NOT NULL,
+  status_text_summary_md TEXT NOT NULL,
+  PRIMARY KEY (task_id, attempt_id)
+) WITHOUT ROWID;
+CREATE INDEX task_status_by_job ON "iris.task_status" (job_id);
+"""
+"""Schema version 3: the status text each task attempt last reported (Iris's ``iris.task_status``
+namespace, its columns by Iris's names; ``ts`` in epoch ms), read by ``controller.taskstatus``."""
+
+_TREES_V4: Final[str] = """
 ALTER TABLE jobs ADD COLUMN parent_job_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_parent ON jobs (parent_job_id, submitted_ms, id)
 """
-"""Schema version 3: child jobs. ``parent_job_id`` ('' for a root job; every job stored before
+"""Schema version 4: child jobs. ``parent_job_id`` ('' for a root job; every job stored before
 this version is one), indexed with the listing order, so "roots only" and "children of X" read
 one index range."""
 
-MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TREES_V3)
+MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _TREES_V4)
 """Ordered: entry ``n`` takes a store from ``PRAGMA user_version`` ``n`` to ``n + 1``. Append only:
 never edit a released entry (a state dir may have applied it already)."""
 
@@ -339,7 +354,7 @@ class Store:
             if attempt.pid and attempt.pgid:
                 self.add_stray(attempt.uid, attempt.pid, attempt.pgid, attempt.proc_start)
         for one in deleted:
-            for table in ("logs", "attempt_outputs", "attempts", "tasks", "jobs"):
+            for table in ("logs", "attempt_outputs", '"iris.task_status"', "attempts", "tasks", "jobs"):
                 self._db.execute(f"DELETE FROM {table} WHERE job_id = ?", (one,))
         for one in deleted:
             self._changed(one, tree=True)
@@ -541,6 +556,18 @@ class Store:
             sql += " AND idx = ?"
             params.append(idx)
         return {(row[0], row[1]): row[2] for row in self._db.execute(sql, params)}
+
+    def put_status_text(self, job_id: str, task_id: str, attempt: int, ts_ms: int, detail_md: str,
+                        summary_md: str) -> None:
+        """Keep an attempt's status text unless the one stored is newer (``ts_ms``)."""
+        self._db.execute(
+            'INSERT INTO "iris.task_status" (job_id, task_id, attempt_id, ts, status_text_detail_md, '
+            "status_text_summary_md) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, attempt_id) DO UPDATE SET "
+            "ts = excluded.ts, status_text_detail_md = excluded.status_text_detail_md, "
+            "status_text_summary_md = excluded.status_text_summary_md WHERE excluded.ts >= ts",
+            (job_id, task_id, attempt, ts_ms, detail_md, summary_md),
+        )
+        self.on_change(job_id)
 
     # -- logs ---------------------------------------------------------------------------------
     def append_logs(self, lines: Sequence[tuple[str, int, int, int, str, str]]) -> None:

@@ -4,15 +4,18 @@ honest one-line note on how a job's requested resources are emulated on this mac
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import Final, cast
 
 from fray_jupyter.controller.runner import WORKER_ID
 from fray_jupyter.controller.states import COMPLETED_TASK_STATES
 from fray_jupyter.controller.store import AttemptRow, JobRow, LogRow, TaskRow
+from fray_jupyter.iris.attempts import retry_reason
 from fray_jupyter.iris.proto import job_pb2, logging_pb2, time_pb2
 from fray_jupyter.iris.states import log_key, task_id_for, task_state_name
 
 J = job_pb2
+PENDING_FEEDBACK: Final[str] = "Pending scheduler feedback"
+"""Iris's pending reason for a job its scheduler has not yet said anything about."""
 
 
 def timestamp(epoch_ms: int) -> time_pb2.Timestamp:
@@ -43,8 +46,9 @@ def emulation_note(resources: job_pb2.ResourceSpecProto) -> str:
 def job_status(job: JobRow, counts: Mapping[int, int], pending_reason: str, *, has_children: bool = False,
                parent_job_id: str = "") -> job_pb2.JobStatus:
     """A ``JobStatus`` as Iris fills it: ``pending_reason`` is the scheduler's explanation while
-    PENDING and the job's error otherwise (e.g. why it is UNSCHEDULABLE); ``has_children`` and
-    ``parent_job_id`` as the caller read them (Iris's listing leaves the parent empty)."""
+    PENDING (Iris's ``PENDING_FEEDBACK`` before there is one) and the job's error otherwise (e.g. why
+    it is UNSCHEDULABLE); ``has_children`` and ``parent_job_id`` as the caller read them (Iris's
+    listing leaves the parent empty)."""
     status = J.JobStatus(
         has_children=has_children, parent_job_id=parent_job_id,
         job_id=job.job_id, state=cast(J.JobState, job.state), exit_code=job.exit_code or 0, error=job.error,
@@ -52,7 +56,7 @@ def job_status(job: JobRow, counts: Mapping[int, int], pending_reason: str, *, h
         preemption_count=job.preemption_count, name=job.name, submitting_user=job.user,
         task_count=sum(counts.values()),
         completed_count=sum(count for state, count in counts.items() if state in COMPLETED_TASK_STATES),
-        pending_reason=pending_reason if job.state == J.JOB_STATE_PENDING else job.error,
+        pending_reason=(pending_reason or PENDING_FEEDBACK) if job.state == J.JOB_STATE_PENDING else job.error,
     )
     status.resources.ParseFromString(job.resources)
     status.task_state_counts.update({task_state_name(state): count for state, count in counts.items()})
@@ -64,14 +68,19 @@ def job_status(job: JobRow, counts: Mapping[int, int], pending_reason: str, *, h
     return status
 
 
-def task_status(job: JobRow, task: TaskRow, attempts: Sequence[AttemptRow], pending_reason: str,
+def task_status(job: JobRow, task: TaskRow, attempts: Sequence[AttemptRow], slot_reason: str,
                 archives: Mapping[tuple[int, int], bytes] | None = None) -> job_pb2.TaskStatus:
     """A ``TaskStatus`` with its attempts (oldest first), each with its output archive record when
-    ``archives`` (``(task index, attempt) → serialized TaskOutputArchive``) has one."""
+    ``archives`` (``(task index, attempt) → serialized TaskOutputArchive``) has one. A PENDING
+    task's ``pending_reason`` is Iris's retry line when an attempt of it has ended
+    (``iris.attempts.retry_reason``), else ``slot_reason`` (why its job waits for this controller's
+    task slots, which Iris has no counterpart of; "" when it does not)."""
+    last = attempts[-1].state if attempts else None
+    retrying = retry_reason(task.state, max(task.attempt, 0), last)
     status = J.TaskStatus(
         task_id=task_id_for(job.job_id, task.idx), state=cast(J.TaskState, task.state), exit_code=task.exit_code or 0, error=task.error,
         current_attempt_id=max(task.attempt, 0), can_be_scheduled=task.state == J.TASK_STATE_PENDING,
-        pending_reason=pending_reason if task.state == J.TASK_STATE_PENDING else "",
+        pending_reason=retrying or (slot_reason if task.state == J.TASK_STATE_PENDING else ""),
         status_message=job.status_message,
     )
     status.submitted_at.CopyFrom(timestamp(job.submitted_ms))

@@ -19,10 +19,8 @@ from fray_jupyter.iris.placement import (
     LaunchJobRequest,
     Value,
     effective_rules,
-    group_matches,
     resource_fit,
     route,
-    routing_rules,
 )
 
 
@@ -104,13 +102,11 @@ def never_reason(request: LaunchJobRequest, profile: ClusterProfile) -> str | No
 
 
 def scheduler_reason(request: LaunchJobRequest, profile: ClusterProfile) -> str:
-    """What Iris's scheduler says of a gang no worker group can hold, counting the warm slices and one
-    slice of each other matching group as up (the embedded controller has no real workers to count)."""
+    """What Iris's scheduler says of a gang no worker group can hold on the cluster at rest: only the
+    warm slices are up (Iris counts the workers up at that moment; at rest those are the warm ones)."""
     rules = [r for r in effective_rules(request) if not r.soft]
     group_by = request.coscheduling.group_by
     workers = warm_workers(profile)
-    workers += [w for g in profile.groups if min(g.buffer_slices, g.max_slices) == 0
-                and group_matches(g, routing_rules(rules)) for w in slice_workers(g, 0)]
     if not any(all(rule.matches(w.attributes.get(rule.key)) for rule in rules) for w in workers):
         return f"No workers match constraints: {[r.key for r in rules]}"
     largest = largest_gang(request, workers)

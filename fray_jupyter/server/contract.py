@@ -45,8 +45,25 @@ class Job(TypedDict):
     disk_bytes: int
 
 
+class Attempt(TypedDict):
+    """One attempt of a task (each retry is one): how it ended, and when; ``worker_failure``: its
+    worker was lost rather than the task failing."""
+
+    attempt_id: int
+    state: str
+    exit_code: int
+    error: str
+    worker_failure: bool
+    started_ms: int | None
+    finished_ms: int | None
+
+
 class Task(TypedDict):
-    """One task of a job, by index, with its current attempt."""
+    """One task of a job, by index, with its current attempt, every attempt (``history``, oldest
+    first), what they charged (``failure_count``, ``preemption_count``: Iris's rule over the attempts),
+    for a failed task the likely root-cause log lines (``root_cause``, the exception line last), and
+    the status text it reported (markdown: ``status_text`` in full, ``status_summary`` one line;
+    "" when none) beside the controller's own ``status_message``."""
 
     task_id: str
     index: int | None
@@ -59,6 +76,22 @@ class Task(TypedDict):
     worker_id: str
     started_ms: int | None
     finished_ms: int | None
+    history: list[Attempt]
+    failure_count: int
+    preemption_count: int
+    root_cause: list[str]
+    status_text: str
+    status_summary: str
+    status_message: str
+
+
+class RetryLimits(TypedDict):
+    """What the job allows: failed attempts over the whole job, and per task failures and
+    preemptions before it stops retrying."""
+
+    max_task_failures: int
+    max_retries_failure: int
+    max_retries_preemption: int
 
 
 class LogLine(TypedDict):
@@ -81,10 +114,19 @@ class JobPage(TypedDict):
 
 
 class JobDetail(TypedDict):
-    """``GET /fray/jobs/<id>``: the job and its tasks."""
+    """``GET /fray/jobs/<id>``: the job, its tasks and its retry limits."""
 
     job: Job
     tasks: list[Task]
+    limits: RetryLimits
+
+
+class TaskDetail(TypedDict):
+    """``GET /fray/jobs/<id>/tasks/<index>``: one task (its root cause whatever the number of failed
+    tasks) and the job's retry limits."""
+
+    task: Task
+    limits: RetryLimits
 
 
 class CancelResult(TypedDict):

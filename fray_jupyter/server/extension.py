@@ -37,6 +37,7 @@ from fray_jupyter.server.handlers import (
     OutputFileHandler,
     OutputsHandler,
     StatusHandler,
+    TaskHandler,
 )
 from fray_jupyter.server.link import ControllerLink
 from fray_jupyter.server.watch import ChangeHub
@@ -50,6 +51,7 @@ ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     ("fray/events", EventsHandler),
     ("fray/jobs", JobsHandler),
     (f"fray/jobs/{JOB}", JobHandler),
+    (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})", TaskHandler),
     (f"fray/jobs/{JOB}/logs", LogsHandler),
     (f"fray/jobs/{JOB}/cancel", CancelHandler),
     (f"fray/jobs/{JOB}/outputs", OutputsHandler),

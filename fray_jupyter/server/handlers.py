@@ -43,8 +43,9 @@ from fray_jupyter.client import (
 )
 from fray_jupyter.client.client import SCOPES, SORT_FIELDS
 from fray_jupyter.client.clusters import CLUSTER_NAME, list_clusters, marin_unavailable
+from fray_jupyter.client.diagnostics import diagnose, retry_limits
 from fray_jupyter.client.discovery import NO_CONTROLLER_URL
-from fray_jupyter.iris.states import JOB_STATES, MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET
+from fray_jupyter.iris.states import JOB_STATES, MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET, task_id_for
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.server import contract, serialize
 from fray_jupyter.server.link import ControllerLink
@@ -229,12 +230,27 @@ class JobsHandler(FrayHandler):
 
 
 class JobHandler(FrayHandler):
-    """``GET /fray/jobs/<id>``: the job and its tasks."""
+    """``GET /fray/jobs/<id>``: the job, its tasks (with their attempts, status text and, for the
+    first ``MAX_ROOT_CAUSE_TASKS`` failed ones, root cause) and its retry limits (``client.diagnostics``)."""
 
     @tornado.web.authenticated
     async def get(self, job_id: str) -> None:
-        job, tasks = await self.call(lambda client: (client.status(job_id), client.tasks(job_id)))
-        self.reply(contract.JobDetail(job=serialize.job_json(job), tasks=[serialize.task_json(task) for task in tasks]))
+        self.reply(serialize.detail_json(await self.call(lambda client: diagnose(client, job_id))))
+
+
+class TaskHandler(FrayHandler):
+    """``GET /fray/jobs/<id>/tasks/<index>``: one task with every attempt, its root cause when it failed
+    and its status text, and the job's retry limits."""
+
+    @tornado.web.authenticated
+    async def get(self, job_id: str, index: str) -> None:
+        def read(client: FrayClient) -> contract.TaskDetail:
+            task_id = task_id_for(job_id, int(index))
+            answer, job = client.task(task_id), client.job(job_id)
+            texts = client.status_texts([task_id], since_ms=job.job.submitted_at.epoch_ms)
+            task = serialize.task_json(answer.task, answer.root_cause_highlights, texts.get(task_id))
+            return contract.TaskDetail(task=task, limits=serialize.limits_json(retry_limits(job.request)))
+        self.reply(await self.call(read))
 
 
 class LogsHandler(FrayHandler):

@@ -8,7 +8,12 @@ as data — the sidebar renders it as text, never as HTML.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from fray_jupyter.client.diagnostics import Diagnosis
 from fray_jupyter.client.results import TaskOutputs
+from fray_jupyter.client.status_text import StatusText
+from fray_jupyter.iris.attempts import RetryLimits, attempt_counts
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.proto.time_pb2 import Timestamp
@@ -69,8 +74,18 @@ def job_json(job: job_pb2.JobStatus) -> Job:
     }
 
 
-def task_json(task: job_pb2.TaskStatus) -> Task:
-    """One task of a job, by index, with its current attempt."""
+def attempt_json(attempt: job_pb2.TaskAttempt) -> contract.Attempt:
+    """One attempt of a task: how it ended, and when."""
+    return contract.Attempt(
+        attempt_id=attempt.attempt_id, state=task_state_name(attempt.state), exit_code=attempt.exit_code,
+        error=attempt.error, worker_failure=attempt.is_worker_failure, started_ms=epoch_ms(attempt.started_at),
+        finished_ms=epoch_ms(attempt.finished_at))
+
+
+def task_json(task: job_pb2.TaskStatus, root_cause: Sequence[str] = (), status: StatusText | None = None) -> Task:
+    """One task of a job, by index, with its current attempt, its attempts and what they charged
+    (``iris.attempts``), its ``root_cause`` lines and the status text it reported (``status``)."""
+    counts = attempt_counts(task.attempts)
     return {
         "task_id": task.task_id,
         "index": task_index(task.task_id),
@@ -83,7 +98,28 @@ def task_json(task: job_pb2.TaskStatus) -> Task:
         "worker_id": task.worker_id,
         "started_ms": epoch_ms(task.started_at),
         "finished_ms": epoch_ms(task.finished_at),
+        "history": [attempt_json(attempt) for attempt in task.attempts],
+        "failure_count": counts.failures,
+        "preemption_count": counts.preemptions,
+        "root_cause": list(root_cause),
+        "status_text": status.detail_md if status else "",
+        "status_summary": status.summary_md if status else "",
+        "status_message": task.status_message,
     }
+
+
+def limits_json(limits: RetryLimits) -> contract.RetryLimits:
+    """The job's retry limits."""
+    return contract.RetryLimits(max_task_failures=limits.max_task_failures,
+                                max_retries_failure=limits.max_retries_failure,
+                                max_retries_preemption=limits.max_retries_preemption)
+
+
+def detail_json(diagnosis: Diagnosis) -> contract.JobDetail:
+    """The job, its tasks (each with its root cause and status text) and its retry limits."""
+    tasks = [task_json(task, diagnosis.root_causes.get(task.task_id, ()), diagnosis.status_texts.get(task.task_id))
+             for task in diagnosis.tasks]
+    return contract.JobDetail(job=job_json(diagnosis.status), tasks=tasks, limits=limits_json(diagnosis.limits))
 
 
 def log_json(entry: LogEntry) -> LogLine:

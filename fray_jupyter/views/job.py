@@ -15,10 +15,18 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Final
 
+from fray_jupyter.iris.attempts import RetryLimits, attempt_counts
 from fray_jupyter.iris.outputs import OutputFile
 from fray_jupyter.iris.proto import job_pb2
-from fray_jupyter.iris.states import is_job_finished, job_state_name, task_label, task_state_name
+from fray_jupyter.iris.states import (
+    TERMINAL_TASK_STATES,
+    is_job_finished,
+    job_state_name,
+    task_label,
+    task_state_name,
+)
 from fray_jupyter.views.format import size
+from fray_jupyter.views.links import linked_html
 
 J = job_pb2
 
@@ -39,6 +47,7 @@ BADGE_COLORS: Final[dict[str, str]] = {
 OTHER_COLOR: Final[str] = "var(--jp-ui-font-color2,#616161)"
 SUMMARY_LOG_LINES: Final[int] = 12
 MAX_CELL_CHARS: Final[int] = 160
+MAX_REASON_CHARS: Final[int] = 4000
 
 STYLE: Final[str] = """<style>
 /* fray-jupyter job status: put on a page once (each new sheet restyles the page) */
@@ -56,6 +65,9 @@ STYLE: Final[str] = """<style>
 .fray-failure{border-left:4px solid var(--jp-error-color1,#c62828);padding:4px 8px;
  background:var(--jp-error-color3,#fdecea)}
 .fray-failure pre{margin:4px 0 0;white-space:pre-wrap}
+.fray-reason-part{white-space:pre-wrap;margin-left:1em}
+.fray-status-body{white-space:pre-wrap;margin-left:1em}
+.fray-attempts td,.fray-attempts th{padding:0 10px 0 0}
 </style>"""
 
 
@@ -119,15 +131,75 @@ def header_html(status: J.JobStatus, now: int | None = None) -> str:
             f'<span class="fray-elapsed fray-dim">{escape(elapsed(status, now))}</span>{message}</div>')
 
 
-def reason_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus] = ()) -> str:
-    """Why the job is not running yet (PENDING) or never will (UNSCHEDULABLE); empty otherwise."""
+def pending_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus] = ()) -> str:
+    """Why the job is not running yet (PENDING) or never will (UNSCHEDULABLE), in the controller's
+    words, whole: Iris's ``Scheduler: …`` and ``Autoscaler: …`` parts each on a line of its own; a
+    task's own reason (e.g. a retry) when the job gives none; empty otherwise."""
     if status.state not in (J.JOB_STATE_PENDING, J.JOB_STATE_UNSCHEDULABLE):
         return ""
     reason = status.pending_reason or status.error or next((t.pending_reason for t in tasks if t.pending_reason), "")
-    if not reason:
+    parts = [part.strip() for part in reason[:MAX_REASON_CHARS].split("\n\n") if part.strip()]
+    if not parts:
         return ""
     label = "Pending" if status.state == J.JOB_STATE_PENDING else "Unschedulable"
-    return f'<div class="fray-status fray-reason"><b>{label}:</b> {escape(_cut(reason, 500))}</div>'
+    lines = "".join(f'<div class="fray-reason-part">{escape(part)}</div>' for part in parts)
+    return f'<div class="fray-status fray-reason"><b>{label}:</b>{lines}</div>'
+
+
+def root_cause_html(task_id: str, lines: Sequence[str]) -> str:
+    """A failed task's likely root cause: the log lines the controller picked (Iris's highlights:
+    tracebacks and their frames, fatal banners), the last — the exception line — in bold; "" when
+    there are none."""
+    if not lines:
+        return ""
+    *context, last = lines
+    body = escape("\n".join(context) + ("\n" if context else ""))
+    return (f'<div class="fray-status fray-failure fray-root-cause"><b>likely root cause of task '
+            f'{escape(task_label(task_id))}</b><pre>{body}<b class="fray-root-line">{escape(last)}</b></pre></div>')
+
+
+def retries_text(task: J.TaskStatus, limits: RetryLimits) -> str:
+    """What a task's attempts charged against the job's limits: ``2 failures (max_retries_failure 1),
+    0 preemptions (max_retries_preemption 100)``."""
+    counts = attempt_counts(task.attempts)
+    return (f"{counts.failures} failure{'s' if counts.failures != 1 else ''} "
+            f"(max_retries_failure {limits.max_retries_failure}), {counts.preemptions} "
+            f"preemption{'s' if counts.preemptions != 1 else ''} (max_retries_preemption {limits.max_retries_preemption})")
+
+
+def attempts_html(task: J.TaskStatus, limits: RetryLimits) -> str:
+    """A task's attempts, oldest first (each retry is one): id, state, exit code, how long it ran,
+    its error; headed by what they charged against the job's limits (``retries_text``)."""
+    rows = []
+    for attempt in task.attempts:
+        began, ended = attempt.started_at.epoch_ms, attempt.finished_at.epoch_ms
+        ran = duration(max(0, ended - began) / 1000) if began and ended else ""
+        ended_state = attempt.state in TERMINAL_TASK_STATES
+        rows.append(
+            f'<tr class="fray-attempt"><td>{attempt.attempt_id}</td><td>{badge_html(task_state_name(attempt.state))}</td>'
+            f"<td>{attempt.exit_code if ended_state else ''}</td><td>{escape(ran)}</td>"
+            f'<td class="fray-dim">{escape(_cut(attempt.error, 300))}</td></tr>')
+    table = ('<table class="fray-attempts"><tr><th>attempt</th><th>state</th><th>exit</th><th>ran</th><th></th></tr>'
+             f'{"".join(rows)}</table>') if rows else '<div class="fray-dim">no attempt yet</div>'
+    return (f'<div class="fray-status"><div class="fray-retries">task {escape(task_label(task.task_id))}: '
+            f"{escape(retries_text(task, limits))}</div>{table}</div>")
+
+
+def job_retries_text(status: J.JobStatus, limits: RetryLimits) -> str:
+    """The job's failed attempts against ``max_task_failures`` and its preemptions: ``3 failed attempts
+    (max_task_failures 2), 1 preemption``."""
+    failed, lost = status.failure_count, status.preemption_count
+    return (f"{failed} failed attempt{'s' if failed != 1 else ''} (max_task_failures {limits.max_task_failures}), "
+            f"{lost} preemption{'s' if lost != 1 else ''}")
+
+
+def status_text_html(task_id: str, detail_md: str) -> str:
+    """The status text a task reported (markdown: Levanter's step, loss, MFU, ETA, W&B link), inert,
+    with its links working (``views.links``); "" when it reported none."""
+    if not detail_md.strip():
+        return ""
+    return (f'<div class="fray-status fray-status-text"><span class="fray-dim">task '
+            f'{escape(task_label(task_id))}</span><div class="fray-status-body">{linked_html(detail_md)}</div></div>')
 
 
 def tasks_html(tasks: Sequence[J.TaskStatus]) -> str:

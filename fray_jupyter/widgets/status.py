@@ -253,7 +253,7 @@ class JobStatusPanel(widgets.VBox):
         self.progress.description = f"{status.completed_count}/{status.task_count}"
         self.progress.bar_style = {job_pb2.JOB_STATE_SUCCEEDED: "success", job_pb2.JOB_STATE_KILLED: "warning"}.get(
             status.state, "danger" if view.is_terminal(status) else "info")
-        self.reason.value = view.reason_html(status, tasks)
+        self.reason.value = view.pending_html(status, tasks)
         self.tasks.value = view.tasks_html(tasks)
         self.logs.value = view.logs_html(self.lines)
         self.failure.value = view.failure_html(status, tasks, list(self.lines))

@@ -30,6 +30,16 @@ export interface IJob {
   disk_bytes: number;
 }
 
+export interface IAttempt {
+  attempt_id: number;
+  state: string;
+  exit_code: number;
+  error: string;
+  worker_failure: boolean;
+  started_ms: number | null;
+  finished_ms: number | null;
+}
+
 export interface ITask {
   task_id: string;
   index: number | null;
@@ -42,6 +52,19 @@ export interface ITask {
   worker_id: string;
   started_ms: number | null;
   finished_ms: number | null;
+  history: IAttempt[];
+  failure_count: number;
+  preemption_count: number;
+  root_cause: string[];
+  status_text: string;
+  status_summary: string;
+  status_message: string;
+}
+
+export interface IRetryLimits {
+  max_task_failures: number;
+  max_retries_failure: number;
+  max_retries_preemption: number;
 }
 
 export interface ILogLine {
@@ -62,6 +85,12 @@ export interface IJobPage {
 export interface IJobDetail {
   job: IJob;
   tasks: ITask[];
+  limits: IRetryLimits;
+}
+
+export interface ITaskDetail {
+  task: ITask;
+  limits: IRetryLimits;
 }
 
 export interface ICancelResult {

@@ -32,6 +32,7 @@ from google.protobuf.message import Message
 
 from fray_jupyter.iris.proto import controller_pb2 as ours_controller
 from fray_jupyter.iris.proto import finelog_logging_pb2 as ours_finelog
+from fray_jupyter.iris.proto import finelog_stats_pb2 as ours_stats
 from fray_jupyter.iris.proto import job_pb2 as ours_job
 from fray_jupyter.iris.proto import logging_pb2 as ours_logging
 from fray_jupyter.iris.proto import time_pb2 as ours_time
@@ -50,14 +51,16 @@ theirs_time = pytest.importorskip("iris.rpc.time_pb2", reason=_NEEDS_IRIS)
 theirs_logging = pytest.importorskip("iris.rpc.iris_logging_pb2", reason=_NEEDS_IRIS)
 theirs_vm = pytest.importorskip("iris.rpc.vm_pb2", reason=_NEEDS_IRIS)
 theirs_finelog = pytest.importorskip("finelog.rpc.logging_pb2", reason=_NEEDS_IRIS)
+theirs_stats = pytest.importorskip("finelog.rpc.finelog_stats_pb2", reason=_NEEDS_IRIS)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUR_FILES: tuple[FileDescriptor, ...] = tuple(
-    module.DESCRIPTOR for module in (ours_time, ours_logging, ours_job, ours_vm, ours_controller, ours_finelog)
+    module.DESCRIPTOR for module in (ours_time, ours_logging, ours_job, ours_vm, ours_controller, ours_finelog,
+                                     ours_stats)
 )
 THEIR_POOL = theirs_controller.DESCRIPTOR.pool
 assert all(module.DESCRIPTOR.pool is THEIR_POOL
-           for module in (theirs_job, theirs_time, theirs_logging, theirs_vm, theirs_finelog))
+           for module in (theirs_job, theirs_time, theirs_logging, theirs_vm, theirs_finelog, theirs_stats))
 
 # Declared by us but absent from the installed Iris: the log RPC of older controllers
 # (GetTaskLogs), which the current controller replaced by a separate log service. We keep it
@@ -171,6 +174,17 @@ def test_log_service_fetch_logs_matches_finelog() -> None:
     theirs = THEIR_POOL.FindServiceByName("finelog.logging.LogService").methods_by_name["FetchLogs"]
     assert (ours.full_name, ours.input_type.full_name, ours.output_type.full_name) == (
         theirs.full_name, theirs.input_type.full_name, theirs.output_type.full_name)
+
+
+@pytest.mark.parametrize(("ours", "service"), [
+    (ours_stats.DESCRIPTOR, "finelog.stats.StatsService"), (ours_controller.DESCRIPTOR, "iris.cluster.EndpointService")])
+def test_the_status_text_services_match_iris(ours: FileDescriptor, service: str) -> None:
+    """The stats methods a task's status text travels through, and the endpoint lookup that finds them."""
+    theirs = THEIR_POOL.FindServiceByName(service)
+    for method in ours.services_by_name[service.rpartition(".")[2]].methods:
+        assert (method.full_name, method.input_type.full_name, method.output_type.full_name) == (
+            theirs.methods_by_name[method.name].full_name, theirs.methods_by_name[method.name].input_type.full_name,
+            theirs.methods_by_name[method.name].output_type.full_name)
 
 
 def test_service_methods_match_iris() -> None:

@@ -66,6 +66,29 @@ Empty: no job differs in any aspect. The embedded controller reports every task 
 start all-or-nothing on local slots, and its partition is ``plan().groups`` — which the twin's actual
 placement is checked against."""
 
+REASON_DIFFERENCES: dict[str, str] = {}
+"""Corpus job → why its pending reason differs between the two, for the jobs neither can ever place,
+compared with the twin at rest (``test_waits_and_failures``). Empty: every held job's reason is the
+twin's word for word — Iris's ``Scheduler: …`` half counts the workers up (at rest, the warm slices:
+the embedded controller counts those), and the ``Autoscaler: …`` half is its routing verdict.
+(With slices of earlier jobs still up, the twin's scheduler half counts them too — ``largest group
+has 4`` instead of ``No workers match constraints`` — which is why the comparison waits for rest.)"""
+
+EMBEDDED_ONLY_REASONS: dict[str, str] = {
+    "waiting for a free task slot": (
+        "Kept: the embedded controller runs every task on this machine's task slots (--slots), which Iris "
+        "has no counterpart of. A job whose tasks wait only for a slot says so, with the slots free and the "
+        "jobs queued (a gang: 'waiting for N free task slots at once (coscheduled)'); on the twin the same "
+        "job would be RUNNING or waiting for a scale-up ('Scheduler: …\n\nAutoscaler: (scaling up) Waiting "
+        "for worker scale-up in scale group …'), a state the embedded controller never has because every "
+        "placeable job starts at once on a free slot. Its tasks carry the same text while they wait."),
+    "task(s) of the previous gang attempt to stop": (
+        "Kept: a gang restarted after a member failed waits for its old processes to exit before all of "
+        "its tasks start together on local slots; an Iris worker does this out of sight of the scheduler."),
+}
+"""Pending reasons the embedded controller gives that Iris never does (no twin state to compare with),
+by a phrase each contains."""
+
 COORDINATOR_DIFFERENCES: dict[tuple[str, str], str] = {
     ("raw", "integer name"): (
         "Kept: Iris's controller accepts a child job named by an integer (/diff/raw/0) and then lists it among the "

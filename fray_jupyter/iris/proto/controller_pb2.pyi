@@ -23,6 +23,12 @@ class Controller(_message.Message):
     WORKER_SORT_FIELD_WORKER_ID: Controller.WorkerSortField
     WORKER_SORT_FIELD_LAST_HEARTBEAT: Controller.WorkerSortField
     WORKER_SORT_FIELD_DEVICE_TYPE: Controller.WorkerSortField
+    class EndpointAccess(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        ENDPOINT_ACCESS_PRIVATE: _ClassVar[Controller.EndpointAccess]
+        ENDPOINT_ACCESS_LINK: _ClassVar[Controller.EndpointAccess]
+    ENDPOINT_ACCESS_PRIVATE: Controller.EndpointAccess
+    ENDPOINT_ACCESS_LINK: Controller.EndpointAccess
     class JobSortField(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         JOB_SORT_FIELD_UNSPECIFIED: _ClassVar[Controller.JobSortField]
@@ -331,4 +337,42 @@ class Controller(_message.Message):
         STATUS_FIELD_NUMBER: _ClassVar[int]
         status: _vm_pb2.AutoscalerStatus
         def __init__(self, status: _Optional[_Union[_vm_pb2.AutoscalerStatus, _Mapping]] = ...) -> None: ...
+    class Endpoint(_message.Message):
+        __slots__ = ("endpoint_id", "name", "address", "task_id", "metadata", "access", "peer_id")
+        class MetadataEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+        ENDPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        ADDRESS_FIELD_NUMBER: _ClassVar[int]
+        TASK_ID_FIELD_NUMBER: _ClassVar[int]
+        METADATA_FIELD_NUMBER: _ClassVar[int]
+        ACCESS_FIELD_NUMBER: _ClassVar[int]
+        PEER_ID_FIELD_NUMBER: _ClassVar[int]
+        endpoint_id: str
+        name: str
+        address: str
+        task_id: str
+        metadata: _containers.ScalarMap[str, str]
+        access: Controller.EndpointAccess
+        peer_id: str
+        def __init__(self, endpoint_id: _Optional[str] = ..., name: _Optional[str] = ..., address: _Optional[str] = ..., task_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., access: _Optional[_Union[Controller.EndpointAccess, str]] = ..., peer_id: _Optional[str] = ...) -> None: ...
+    class ListEndpointsRequest(_message.Message):
+        __slots__ = ("prefix", "exact", "task_ids")
+        PREFIX_FIELD_NUMBER: _ClassVar[int]
+        EXACT_FIELD_NUMBER: _ClassVar[int]
+        TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+        prefix: str
+        exact: bool
+        task_ids: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, prefix: _Optional[str] = ..., exact: _Optional[bool] = ..., task_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    class ListEndpointsResponse(_message.Message):
+        __slots__ = ("endpoints",)
+        ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+        endpoints: _containers.RepeatedCompositeFieldContainer[Controller.Endpoint]
+        def __init__(self, endpoints: _Optional[_Iterable[_Union[Controller.Endpoint, _Mapping]]] = ...) -> None: ...
     def __init__(self) -> None: ...

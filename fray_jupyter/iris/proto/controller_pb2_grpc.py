@@ -530,3 +530,78 @@ class ControllerService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class EndpointServiceStub:
+    """Iris's endpoint registry; a task's Iris client resolves the log server through it.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.ListEndpoints = channel.unary_unary(
+                '/iris.cluster.EndpointService/ListEndpoints',
+                request_serializer=iris_dot_controller__pb2.Controller.ListEndpointsRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.ListEndpointsResponse.FromString,
+                _registered_method=True)
+
+
+class EndpointServiceServicer:
+    """Iris's endpoint registry; a task's Iris client resolves the log server through it.
+    """
+
+    def ListEndpoints(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_EndpointServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'ListEndpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEndpoints,
+                    request_deserializer=iris_dot_controller__pb2.Controller.ListEndpointsRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.ListEndpointsResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'iris.cluster.EndpointService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('iris.cluster.EndpointService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class EndpointService:
+    """Iris's endpoint registry; a task's Iris client resolves the log server through it.
+    """
+
+    @staticmethod
+    def ListEndpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.EndpointService/ListEndpoints',
+            iris_dot_controller__pb2.Controller.ListEndpointsRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.ListEndpointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

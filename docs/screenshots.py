@@ -1,0 +1,194 @@
+"""Regenerate the screenshots in ``docs/images`` (``scripts/screenshots`` runs this): a real, hermetic
+JupyterLab (``tests/ui/labserver.py``) in the system's Chromium, with a few real jobs on its
+embedded controller.
+
+* ``picker.png``: a ``ResourcePicker`` for a two-slice v5p-8 job and its live preview.
+* ``sidebar.png``: the Fray Jobs sidebar listing the jobs (running, succeeded, failed).
+* ``sidebar-job.png``: the sidebar with the running training job open: its tasks and live log.
+
+Nothing is faked: the jobs run as task processes, and every figure on screen is what the lab shows.
+The lab, its controller and every task stop when the script ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "ui")]
+
+from playwright.sync_api import Page, expect, sync_playwright
+
+from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, plan
+from fray_jupyter.client import FrayClient
+from fray_jupyter.client.discovery import start_controller
+from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, ControllerInfo
+from tests.ui.labserver import KERNEL_IDLE, Lab, launch_args, running_lab
+
+IMAGES = REPO / "docs" / "images"
+SIDEBAR_ID = "fray-jobs"
+VIEWPORT = {"width": 1360, "height": 860}
+PICKER_VIEWPORT = {"width": 1360, "height": 1600}
+"""Tall enough for the whole picker, so the shot starts at its first control."""
+PICKER_HEIGHT = 900
+SIDEBAR_WIDTH = 560
+USER = "alice"
+
+TRAIN = """\
+import math, os, time
+rank = int(os.environ["IRIS_TASK_ID"].rsplit("/", 1)[1].split(":")[0])
+print(f"worker {rank}: jax devices: 4 x TPU v5p (emulated)", flush=True)
+for step in range(1, 100_000):
+    loss = 2.9 * math.exp(-step / 400) + 1.6 + 0.01 * math.sin(step + rank)
+    print(f"step {step:5d}  loss {loss:.4f}  tokens/s {41_000 + 37 * (step % 11):,}", flush=True)
+    time.sleep(0.4)
+"""
+TOKENIZE = """\
+import os
+shard = os.environ["IRIS_TASK_ID"].rsplit("/", 1)[1].split(":")[0]
+for part in range(3):
+    print(f"shard {shard}: wrote part {part} (1.2M tokens)")
+"""
+EVAL = """\
+import json, os
+print("gsm8k: 1319 problems, 8-shot")
+result = {"accuracy": 0.764, "problems": 1319}
+with open(os.path.join(os.environ["IRIS_OUTPUT_DIR"], "metrics.json"), "w") as out:
+    json.dump(result, out)
+print("accuracy 0.764")
+"""
+SWEEP = """\
+print("lr 3e-4, warmup 2000")
+raise RuntimeError("loss is nan at step 812: lower the learning rate")
+"""
+
+
+def python_job(name: str, code: str, resources: ResourceConfig) -> JobRequest:
+    return JobRequest(name=name, entrypoint=Entrypoint.from_binary("python", ["-c", code]), resources=resources)
+
+
+JOBS = (
+    python_job("tokenize-shards", TOKENIZE, ResourceConfig.with_cpu(replicas=4, ram="1g")),
+    python_job("eval-gsm8k", EVAL, ResourceConfig.with_gpu("H100", count=8, cpu=16)),
+    python_job("sweep-lr-3e-4", SWEEP, ResourceConfig.with_cpu(ram="1g")),
+    python_job("train-llama-8b", TRAIN, ResourceConfig.with_tpu("v5p-8", slice_count=2, regions=["us-central1"])),
+)
+"""Oldest first: the sidebar lists newest first, so the running training job is on top."""
+
+PICKER_CELL = """\
+%load_ext fray_jupyter
+from fray_jupyter import ResourceConfig, ResourcePicker
+picker = ResourcePicker(ResourceConfig.with_tpu("v5p-8", slice_count=2, regions=["us-central1"]), user="alice")
+picker.controls.name.value = "train-llama-8b"
+picker"""
+
+
+@contextlib.contextmanager
+def controller(lab: Lab) -> Iterator[ControllerInfo]:
+    """The lab's embedded controller, started as a kernel's ``connect()`` would; stopped by pid."""
+    info = start_controller(lab.root.parent / "runtime" / RUNTIME_FILE_NAME, lab.root.parent / "data" / "fray")
+    try:
+        yield info
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(info.pid, signal.SIGTERM)
+
+
+def submit_jobs(client: FrayClient) -> dict[str, str]:
+    """Submit ``JOBS``; wait until the short ones have ended and the training job logs; their ids."""
+    ids = {job.name: client.submit(plan(job, user=USER)) for job in JOBS}
+    for name in ("tokenize-shards", "eval-gsm8k", "sweep-lr-3e-4"):
+        client.wait(ids[name], timeout=60)
+    deadline = time.monotonic() + 60
+    while not any("step" in entry.data for entry in client.logs(ids["train-llama-8b"]).entries):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the training job wrote no log line within 60 s")
+        time.sleep(0.2)
+    return ids
+
+
+def picker(page: Page, lab: Lab) -> None:
+    """Run the picker cell and photograph the cell's output: controls and preview."""
+    page.set_viewport_size(PICKER_VIEWPORT)
+    page.goto(lab.open_url(lab.notebook("picker.ipynb", PICKER_CELL)))
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+    page.locator(".jp-Cell .jp-InputArea-editor >> visible=true").first.click()
+    page.keyboard.press("Shift+Enter")
+    preview = page.locator(".fray-preview-area")
+    expect(preview.locator(".fray-replicas")).to_have_text("2", timeout=60_000)
+    expect(preview).to_contain_text("/alice/train-llama-8b")
+    expect(page.locator(".fray-fit")).to_contain_text("fit:", timeout=30_000)
+    output = page.locator(".jp-Cell .jp-OutputArea-output").first
+    page.mouse.move(0, 0)
+    box = output.bounding_box()
+    assert box is not None
+    page.screenshot(path=IMAGES / "picker.png", clip={"x": box["x"] - 8, "y": box["y"] - 8, "width": box["width"] + 16,
+                                                      "height": min(box["height"], PICKER_HEIGHT) + 8})
+
+
+def shoot_sidebar(page: Page, name: str) -> None:
+    """Photograph the left area (the sidebar and its tab bar), the mouse out of the way."""
+    page.mouse.move(VIEWPORT["width"] - 10, VIEWPORT["height"] - 10)
+    panel = page.locator(f"#{SIDEBAR_ID}").bounding_box()
+    assert panel is not None
+    page.screenshot(path=IMAGES / name,
+                    clip={"x": 0, "y": 0, "width": panel["x"] + panel["width"] + 2, "height": VIEWPORT["height"]})
+
+
+def sidebar(page: Page, lab: Lab, ids: dict[str, str]) -> None:
+    """Open the sidebar, widen it, photograph the job list; open the training job, wait for its log
+    tail, photograph that."""
+    page.set_viewport_size(VIEWPORT)
+    page.goto(f"{lab.url}/lab/workspaces/sidebar?token={lab.token}")
+    page.wait_for_function("() => window.jupyterapp?.restored")
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
+    handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle:not(.lm-mod-hidden)").first.bounding_box()
+    assert handle is not None
+    page.mouse.move(handle["x"] + handle["width"] / 2, 300)
+    page.mouse.down()
+    page.mouse.move(SIDEBAR_WIDTH, 300, steps=5)
+    page.mouse.up()
+    page.evaluate("window.getSelection()?.removeAllRanges()")
+    rows = page.locator(".fj-JobRow")
+    expect(rows).to_have_count(len(ids), timeout=30_000)
+    expect(page.locator(f".fj-JobRow[data-job-id='{ids['sweep-lr-3e-4']}'] .fj-Badge")).to_have_text("failed")
+    shoot_sidebar(page, "sidebar.png")
+    page.locator(f".fj-JobRow[data-job-id='{ids['train-llama-8b']}']").click()
+    view = page.locator(".fj-JobView")
+    expect(view.locator(".fj-Tasks tbody tr")).to_have_count(2, timeout=30_000)
+    expect(view.locator(".fj-Logs .fj-LogLine").first).to_be_visible(timeout=30_000)
+    page.wait_for_timeout(3000)  # let the log tail fill (it follows the job), then photograph it
+    shoot_sidebar(page, "sidebar-job.png")
+
+
+def main() -> int:
+    IMAGES.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fray-screenshots-") as workdir, running_lab(
+            Path(workdir), "--ServerApp.kernel_websocket_connection_class="
+                           "fray_jupyter.server.nodelay.NoDelayKernelWebsocketConnection") as lab, \
+            controller(lab) as info, FrayClient(info.url, info.token) as client, sync_playwright() as playwright:
+        ids = submit_jobs(client)
+        browser = playwright.chromium.launch(**launch_args())
+        try:
+            page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
+            picker(page, lab)
+            sidebar(page, lab, ids)
+        finally:
+            browser.close()
+            client.terminate(ids["train-llama-8b"])
+    for name in ("picker.png", "sidebar.png", "sidebar-job.png"):
+        print(f"wrote {IMAGES / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Task status text — what a running task reports about itself (Levanter: step/total, loss, MFU, ETA
+and its W&B link) — read as Iris's dashboard reads it: SQL over finelog's ``iris.task_status``
+namespace through the controller's ``StatsService.Query`` proxy. A real Iris controller proxies its
+finelog there; the embedded controller answers from its own store (``controller.taskstatus``).
+
+Rules:
+
+* One query per job: for each of its task ids, the newest row reported since the job was submitted
+  (newest ``ts``, then highest ``attempt_id``). The SQL is plain enough for both DataFusion and
+  SQLite: a window function in a subquery, no ``QUALIFY`` or ``INTERVAL``.
+* Task ids are quoted as SQL strings (quotes doubled), as the dashboard quotes them.
+* Each report has two markdown texts: ``detail_md`` (the task page's) and ``summary_md`` (the one
+  line a job's task table shows).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from fray_jupyter.iris import arrow_ipc
+
+QUERY_PATH: Final[str] = "/proxy/system.log-server/finelog.stats.StatsService/Query"
+NAMESPACE: Final[str] = "iris.task_status"
+
+
+@dataclass(frozen=True)
+class StatusText:
+    """A task's newest status report: its markdown detail and summary, and the attempt that sent it."""
+
+    detail_md: str
+    summary_md: str
+    attempt: int
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def status_text_sql(task_ids: Iterable[str], since_ms: int) -> str:
+    """The SQL for the newest report of each of ``task_ids`` made at or after ``since_ms``."""
+    listed = ", ".join(_quoted(task_id) for task_id in task_ids)
+    return (
+        "SELECT task_id, attempt_id, status_text_detail_md, status_text_summary_md FROM ("
+        "SELECT task_id, attempt_id, status_text_detail_md, status_text_summary_md, "
+        "row_number() OVER (PARTITION BY task_id ORDER BY ts DESC, attempt_id DESC) AS newest "
+        f'FROM "{NAMESPACE}" WHERE task_id IN ({listed}) AND ts >= to_timestamp_millis({int(since_ms)})'
+        ") AS reports WHERE newest = 1"
+    )
+
+
+def status_texts(answer: Mapping[str, Any]) -> dict[str, StatusText]:
+    """Task id → its report, from a Connect JSON ``QueryResponse`` to ``status_text_sql``;
+    ``ValueError`` when the answer is not such a table."""
+    columns = arrow_ipc.read(base64.b64decode(str(answer.get("arrowIpc", "")), validate=True))
+    found: dict[str, StatusText] = {}
+    for row in arrow_ipc.rows(columns):
+        task_id = row.get("task_id")
+        if isinstance(task_id, str):
+            found[task_id] = StatusText(str(row.get("status_text_detail_md") or ""),
+                                        str(row.get("status_text_summary_md") or ""), int(row.get("attempt_id") or 0))
+    return found
