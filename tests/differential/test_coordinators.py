@@ -19,6 +19,7 @@ on an idle preemptible TPU VM, whose region its children would inherit (Iris's r
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from fray_jupyter.iris.states import TERMINAL_JOB_STATES, job_state_name
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
+from tests.differential.conftest import wait_at_rest
 from tests.differential.differences import COORDINATOR_DIFFERENCES
 
 C = controller_pb2.Controller
@@ -223,14 +225,16 @@ def run(client: FrayClient, name: str, scenario: Scenario, workspace: Path) -> T
 
 @pytest.fixture(scope="module")
 def trees(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempPathFactory,
-          ) -> dict[str, tuple[Tree, Tree]]:
-    """Each scenario on the twin, then on the embedded controller."""
+          ) -> Iterator[dict[str, tuple[Tree, Tree]]]:
+    """Each scenario on the twin, then on the embedded controller; the twin is left at rest (the
+    TPU slices the scenarios scaled up reclaimed) for the modules that compare against it at rest."""
     found: dict[str, tuple[Tree, Tree]] = {}
     for name, scenario in SCENARIOS.items():
         on_twin = run(twin, name, scenario, tmp_path_factory.mktemp(f"twin-{name}"))
         on_embedded = run(embedded, name, scenario, tmp_path_factory.mktemp(f"embedded-{name}"))
         found[name] = (on_twin, on_embedded)
-    return found
+    yield found
+    wait_at_rest(twin)
 
 
 def differing(twin: Tree, embedded: Tree) -> dict[str, str]:
