@@ -1,5 +1,6 @@
 """``fray-jupyter``: ``plan`` previews what Iris would receive for a job described by flags (``--check``
-also asks a controller whether it fits: exit 3 for never); ``controller`` runs the embedded
+also asks a controller whether it fits, exit 3 for never, and what it costs its user's budget and at
+which band it runs); ``controller`` runs the embedded
 controller in the foreground, and ``controller status|stop|gc`` shows, stops or cleans up the running one."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn, TypedDict
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 
 from fray_jupyter.flags import add_fit_arguments, add_job_arguments, command_entrypoint, job_from_args
 
@@ -43,37 +44,44 @@ def _plan(args: argparse.Namespace) -> int:
         if verdict is not None:
             sys.stdout.write(f"\n{verdict['line']}\n")
             sys.stdout.writelines(f"  {candidate}\n" for candidate in verdict["candidates"] or ())
+            sys.stdout.writelines(f"{line}\n" for line in verdict["budget"]["lines"])
     if verdict is None:
         return 0
     return {"never": NEVER_EXIT, "unknown": UNKNOWN_EXIT}.get(str(verdict["verdict"]), 0)
 
 
 class FitVerdict(TypedDict):
-    """``--check``'s answer, as ``--json`` prints it under ``"fit"``."""
+    """``--check``'s answer, as ``--json`` prints it under ``"fit"``; ``budget`` is what the job costs
+    its user's budget and the band it runs at (``BudgetPicture.as_dict``)."""
 
     verdict: str
     reason: str
     line: str
     candidates: list[str]
+    budget: dict[str, Any]
 
 
 def _check(result: Plan, url: str | None, cluster: str | None = None) -> FitVerdict:
     """``--check``: the fit verdict as plain data, from the controller at ``url`` or of the named
     ``cluster`` (``connect``'s rule); a gang no slice can hold needs no controller."""
     from fray_jupyter.client import FrayError, connect
+    from fray_jupyter.client.budget import budget
     from fray_jupyter.client.fit import Fit, fit
 
+    picture = budget(result, None)
     if result.errors:
         verdict = Fit("never", result.errors[0])
     else:
         try:
             with connect(url, cluster=cluster, start=False, retry_for=0) as client:
                 verdict = fit(result, client)
+                picture = budget(result, client)
         except FrayError as error:
             reason = f"no controller answered ({' '.join(str(error).split())})"
-            return {"verdict": "unknown", "reason": reason, "line": f"fit: unknown — {reason}", "candidates": []}
+            return {"verdict": "unknown", "reason": reason, "line": f"fit: unknown — {reason}", "candidates": [],
+                    "budget": picture.as_dict()}
     return {"verdict": verdict.verdict, "reason": verdict.reason, "line": verdict.line,
-            "candidates": [str(c) for c in verdict.candidates]}
+            "candidates": [str(c) for c in verdict.candidates], "budget": picture.as_dict()}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from tests.controller_harness import start_controller, stop_quietly
+from fray_jupyter.client.client import FrayClient
+from tests.controller_harness import launch_request, start_controller, stop_quietly
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -47,7 +49,11 @@ def test_check_says_never_for_a_gang_larger_than_a_slice_without_a_controller() 
 def test_check_without_a_controller_is_unknown_exit_4() -> None:
     result = _run("plan", "--tpu", "v4-32", "--check", "--controller", "http://127.0.0.1:9")
     assert result.returncode == 4
-    assert result.stdout.splitlines()[-1].startswith("fit: unknown — no controller answered")
+    lines = result.stdout.splitlines()
+    assert lines[-3].startswith("fit: unknown — no controller answered")
+    spend = ("budget: this job spends 19,200 (4 task(s) × 4,800: 1000 × 4 accelerator(s) + 200 GiB + 5 × 120 "
+             "core(s)); carol's budget is unknown (no controller answered)")
+    assert lines[-2:] == [spend, "band: interactive as asked (not checked against a budget)"]
 
 
 def test_check_against_the_embedded_controller(tmp_path: Path) -> None:
@@ -65,6 +71,29 @@ def test_check_against_the_embedded_controller(tmp_path: Path) -> None:
         now = _run("plan", "--gpu", "H100x8", "--replicas", "2", "--check", "--controller", controller.info.url,
                    env={"FRAY_CONTROLLER_TOKEN": controller.info.token})
         assert now.returncode == 0 and "\nfit: now — idle workers can take the gang now\n" in now.stdout
+    finally:
+        stop_quietly(controller)
+
+
+def test_check_shows_the_spend_and_the_band_over_the_budget(tmp_path: Path) -> None:
+    controller = start_controller(tmp_path / "state", "--slots", "2", "--budget-limit", "10")
+    try:
+        env = {"FRAY_CONTROLLER_URL": controller.info.url, "FRAY_CONTROLLER_TOKEN": controller.info.token}
+        first = _run("plan", "--tpu", "v5p-8", "--check", env=env).stdout.splitlines()
+        assert "carol has spent 0 of 10; once it runs, 4,744: over the limit" in first[-2]
+        assert first[-1] == "band: interactive; 0 task(s) queued ahead of it (0 pending at interactive)"
+        with FrayClient(controller.info.url, controller.info.token) as client:
+            job_id = client.submit(launch_request("busy", "sleep 60", user="carol"))  # 1 core, 512 MiB: 5
+            client.set_user_budget("carol", 4)
+            deadline = time.monotonic() + 30
+            while client.user_budget("carol").budget_spent < 5:  # until its task is placed
+                assert time.monotonic() < deadline, client.status(job_id)
+                time.sleep(0.05)
+            over = json.loads(_run("plan", "--tpu", "v5p-8", "--check", "--json", env=env).stdout)["fit"]["budget"]
+            client.terminate(job_id)
+        assert (over["spent"], over["limit"], over["band"], over["effective_band"]) == (5, 4, "interactive", "batch")
+        assert over["job_spend"] == 4_000 + 224 + 5 * 104 and over["queued_ahead"] == 0
+        assert over["lines"][1].startswith("band: batch — asked interactive, but carol is over budget")
     finally:
         stop_quietly(controller)
 

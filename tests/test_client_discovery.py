@@ -29,6 +29,7 @@ from fray_jupyter.client.discovery import (
 )
 from fray_jupyter.client.errors import ControllerStartFailed, ControllerUnreachable
 from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file, write_runtime_file
+from tests.loopback import loopback_server
 
 FAKE_CONTROLLER = """
 import http.server, json, os, sys, threading, time
@@ -84,15 +85,8 @@ def health_server(instance: str) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with loopback_server(Health) as url:
+        yield url
 
 
 def use_command(monkeypatch: pytest.MonkeyPatch, script: str, *args: str) -> None:

@@ -120,6 +120,7 @@ def test_unavailable_reason_names_every_missing_distribution(monkeypatch: pytest
     (["--token", "x"], "--token cannot be used with --iris-local"),
     (["--grpc-port", "5000", "--slots", "2"], "--grpc-port, --slots cannot be used with --iris-local"),
     (["--host", "0.0.0.0"], "--host cannot be used with --iris-local"),
+    (["--budget-limit", "5"], "--budget-limit cannot be used with --iris-local: a genuine Iris takes"),
 ])
 def test_flags_that_do_not_apply_are_refused(flags: list[str], words: str) -> None:
     result = subprocess.run([sys.executable, "-m", "fray_jupyter.controller", "--iris-local", *flags],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.store import SCHEMA_VERSION, JobRow, SchemaTooNew, Store
+from fray_jupyter.controller.store import MIGRATIONS, SCHEMA_VERSION, JobRow, SchemaTooNew, Store
 from fray_jupyter.iris.proto import job_pb2 as J
 
 
@@ -224,3 +224,26 @@ def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(SchemaTooNew, match="newer than this fray-jupyter"):
         Store(path)
+
+
+def test_a_version_2_store_gains_budgets_and_unstamped_task_bands(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite3"
+    db = sqlite3.connect(path)
+    for number, migration in enumerate(MIGRATIONS[:2]):
+        db.executescript(migration)
+        db.execute(f"PRAGMA user_version = {number + 1}")
+    db.execute("INSERT INTO jobs (job_id, name, user, state, submitted_ms, replicas, coscheduled, "
+               "max_retries_failure, max_task_failures, request, resources) "
+               "VALUES ('/alice/old', '/alice/old', 'alice', ?, 1000, 1, 0, 0, 0, x'', x'')", (J.JOB_STATE_RUNNING,))
+    db.execute("INSERT INTO tasks (job_id, idx, state) VALUES ('/alice/old', 0, ?)", (J.TASK_STATE_RUNNING,))
+    db.commit()
+    db.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION >= 3
+    assert store.task_counts([J.TASK_STATE_RUNNING]) == [("/alice/old", 1, 0, 1)]
+    assert store.user_budgets() == {}
+    store.set_user_budget("alice", 100, J.PRIORITY_BAND_INTERACTIVE, 5)
+    store.set_user_budget("alice", 200, J.PRIORITY_BAND_BATCH, 6)
+    assert store.user_budgets() == {"alice": (200, J.PRIORITY_BAND_BATCH)}
+    store.close()
+    assert Store(path).user_budgets() == {"alice": (200, J.PRIORITY_BAND_BATCH)}  # kept across restarts

@@ -29,8 +29,9 @@ J = job_pb2
 BLOCKER = "/fuzz/hold-the-only-slot"
 LAUNCH = next(method for method in METHODS if method.name == "LaunchJob")
 # FAILED_PRECONDITION: as Iris, a job no scaling group of the cluster profile can host is refused
-# at submission ("Job <id> is unschedulable: ..."; controller/cluster.py).
-ALLOWED_LAUNCH = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.ALREADY_EXISTS,
+# at submission ("Job <id> is unschedulable: ..."; controller/cluster.py). PERMISSION_DENIED: a band above
+# the user's max band (controller/budget.py).
+ALLOWED_LAUNCH = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.PERMISSION_DENIED,
                   grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.FAILED_PRECONDITION}
 UNSCHEDULABLE = b" is unschedulable: "
 ORPHAN = b"Cannot submit job: parent job "

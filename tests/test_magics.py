@@ -23,6 +23,7 @@ from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
 from fray_jupyter.client import FrayClient
+from fray_jupyter.client.budget import budget
 from fray_jupyter.client.handle import JobHandle
 from fray_jupyter.controller.iris_local import unavailable_reason
 from fray_jupyter.iris.proto import job_pb2
@@ -114,8 +115,13 @@ def test_dry_run_shows_exactly_the_pickers_preview_and_sends_nothing(ip: Interac
     html = output.data["text/html"]
     same = plan(picker.job(Entrypoint.from_cell(body)), user=USER)
     fit_line = "fit: after-scale-up — tpu_v5p_8 can scale up a slice for it · tpu_v5p_8 (us-central1, preemptible, 0/2 slices ready)"
-    assert html == render_preview_html(same, fit=fit_line)  # with its style sheet: a dry run's output stands alone
+    picture = budget(same, client)
+    assert picture.job_spend == 2 * 4_744 and picture.effective_band == job_pb2.PRIORITY_BAND_INTERACTIVE
+    # with its style sheet: a dry run's output stands alone
+    assert html == render_preview_html(same, fit=fit_line, budget=picture)
     assert fit_line in output.data["text/plain"]
+    assert f"{picture.lines[0]}\n{picture.lines[1]}\n" in output.data["text/plain"]
+    assert picture.lines[1].startswith("band: interactive; ") and "queued ahead of it" in picture.lines[1]
     assert isinstance(ip.user_ns["planned"], Plan) and ip.user_ns["planned"].request == same.request
     # The picker's own live preview differs only where it runs its command instead of the cell.
     shown = render_preview_html(same, style=False)

@@ -207,6 +207,21 @@ def test_iris_client_wait_streams_the_task_output(url: str, caplog: pytest.LogCa
 
 
 # -- the embedded controller only --------------------------------------------------------------------
+def test_user_budget_set_get_and_list(url: str, workspace: Path) -> None:
+    """Marin's ``iris user budget`` verbs: a limit and a max band set for a user are read back, and the
+    user is listed with them (the spend of a user with no running work is 0)."""
+    user = job_name("budget")
+    assert iris(url, "user", "budget", "set", user, "--limit", "75000", "--max-band", "production",
+                cwd=workspace).returncode == 0
+    got = iris(url, "user", "budget", "get", user, cwd=workspace)
+    assert got.returncode == 0, got.stdout
+    assert [line.split() for line in got.stdout.splitlines()[-4:]] == [
+        ["User:", user], ["Limit:", "75000"], ["Spent:", "0"], ["Max", "band:", "production"]]
+    listed = iris(url, "user", "budget", "list", cwd=workspace)
+    assert listed.returncode == 0 and [user, "75000", "0", "production"] in [
+        line.split() for line in listed.stdout.splitlines()]
+
+
 def test_the_token_from_the_runtime_file_is_accepted_and_a_wrong_one_refused(embedded: ControllerProcess,
                                                                              workspace: Path) -> None:
     url = embedded.info.url
@@ -232,7 +247,6 @@ def test_a_failed_setup_names_its_command_and_output(embedded: ControllerProcess
 @pytest.mark.parametrize(("command", "rpc"), [
     (("query", "select 1"), "ExecuteRawQuery"),
     (("endpoints", "mint", "/system/log-server"), "MintEndpointToken"),
-    (("user", "budget", "list"), "ListUserBudgets"),
     (("task", "fail", "/x/y/0"), "KickTasks"),
     (("process", "status"), "GetProcessStatus"),
 ])

@@ -173,6 +173,11 @@ def test_controller_service_methods() -> None:
         "ListTasks",
         "ListWorkers",
         "GetAutoscalerStatus",
+        "ListUsers",
+        "SetUserBudget",
+        "GetUserBudget",
+        "ListUserBudgets",
+        "GetSchedulerState",
         "GetTaskLogs",
     ]
     assert service.methods_by_name["TerminateJob"].output_type.full_name == "iris.job.Empty"

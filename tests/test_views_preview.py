@@ -113,3 +113,18 @@ def test_error_names_the_control_and_greys_the_stale_preview() -> None:
     assert "NOT what would be sent" in html and f'<div class="fray-stale">{valid}</div>' in html
     bare = render_error_html("boom", control=None)
     assert "fray-stale" not in bare.split("</style>")[1] and '<div class="fray-error" role="alert">boom</div>' in bare
+
+
+def test_the_budget_lines_are_marked_by_band_and_escaped() -> None:
+    from fray_jupyter.iris.budget import budget_picture
+    from fray_jupyter.iris.proto import controller_pb2
+
+    planned = plan(JobRequest(name="train", entrypoint=Entrypoint.from_binary("true", []),
+                              resources=ResourceConfig.with_tpu("v5p-8")), user="<i>eve&")
+    over = controller_pb2.Controller.GetUserBudgetResponse(budget_spent=10, budget_limit=5)
+    html = render_preview_html(planned, budget=budget_picture(planned.request, over))
+    assert '<div class="fray-budget" data-band="batch" data-over="true"><code>budget: ' in html
+    assert "&lt;i&gt;eve&amp; has spent 10 of 5, over the limit" in html and "<i>eve" not in html
+    unknown = render_preview_html(planned, budget=budget_picture(planned.request), style=False)
+    assert 'data-band="unknown" data-over="false"' in unknown
+    assert "fray-budget" not in render_preview_html(planned, style=False)

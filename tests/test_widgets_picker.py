@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from fray_jupyter import (
     plan,
 )
 from fray_jupyter.flags import add_job_arguments, command_entrypoint, job_from_args
+from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.views.snippets import magic_line, python_snippet
 from fray_jupyter.widgets import ResourcePicker
 from fray_jupyter.widgets import picker as picker_module
@@ -371,6 +373,43 @@ def test_fit_line_says_when_no_controller_answers(monkeypatch: pytest.MonkeyPatc
     assert "fit: no controller" in picker.fitline.widget.value
     unreachable = _picker(ResourceConfig.with_tpu("v5p-8"), controller="http://127.0.0.1:9")
     assert unreachable.fitline.wait() is None and "fit: unknown — " in unreachable.fitline.widget.value
+    for shown in (picker, unreachable):  # the job's own spend needs no controller
+        assert shown.budget is not None and shown.budget.job_spend == 4_744 and not shown.budget.known
+        assert 'class="fray-budget" data-band="unknown"' in shown.fitline.widget.value
+        assert "budget is unknown (no controller answered)" in shown.fitline.widget.value
+
+
+def test_fit_line_shows_the_spend_and_the_band_the_job_runs_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fray_jupyter.client.budget import CACHE
+    from fray_jupyter.client.client import FrayClient
+    from tests.controller_harness import launch_request, start_controller, stop_quietly
+
+    controller = start_controller(tmp_path / "state", "--slots", "2")
+    monkeypatch.setenv("FRAY_CONTROLLER_TOKEN", controller.info.token)
+    try:
+        picker = ResourcePicker(ResourceConfig.with_tpu("v5p-16"), user="alice", controller=controller.info.url)
+        picker.fitline.wait()
+        shown = picker.budget
+        assert shown is not None and (shown.job_spend, shown.spent, shown.limit) == (2 * 4_744, 0, 0)
+        assert 'data-band="interactive" data-over="false"' in picker.fitline.widget.value
+        assert "alice has spent 0 (no limit)" in picker.fitline.widget.value
+        with FrayClient(controller.info.url, controller.info.token) as client:
+            client.set_user_budget("alice", 1)
+            job_id = client.submit(launch_request("busy", "sleep 60", user="alice"))
+            deadline = time.monotonic() + 30
+            while client.user_budget("alice").budget_spent == 0:  # until its task is placed
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            CACHE.clear()
+            picker.controls.name.value = "again"  # a new plan: asked again
+            picker.fitline.wait()
+            client.terminate(job_id)
+        over = picker.budget
+        assert over is not None and over.effective_band == job_pb2.PRIORITY_BAND_BATCH
+        assert 'data-band="batch" data-over="true"' in picker.fitline.widget.value
+        assert "band: batch — asked interactive, but alice is over budget" in picker.fitline.widget.value
+    finally:
+        stop_quietly(controller)
 
 
 def test_fit_line_follows_the_connected_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

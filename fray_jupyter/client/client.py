@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Final, NamedTuple, Protocol, Self, TypeVar
+from typing import Final, NamedTuple, Protocol, Self, TypeVar, cast
 
 from google.protobuf.message import Message
 
@@ -43,6 +43,7 @@ from fray_jupyter.client.status_text import QUERY_PATH as STATUS_QUERY_PATH
 from fray_jupyter.client.status_text import StatusText, status_text_sql, status_texts
 from fray_jupyter.client.transport import ConnectTransport, Transport, open_transport
 from fray_jupyter.cluster.profile import ClusterProfile, ProfileError, profile_from_json
+from fray_jupyter.iris.budget import band_value
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
@@ -360,6 +361,33 @@ class FrayClient:
     def workers(self) -> Controller.ListWorkersResponse:
         """Every worker the controller knows, with its metadata and attributes (``ListWorkers``)."""
         return self._call("ListWorkers", Controller.ListWorkersRequest(), Controller.ListWorkersResponse)
+
+    # -- users, budgets, the scheduler's queues -----------------------------------------------------
+    def users(self) -> tuple[Controller.UserSummary, ...]:
+        """Every user with work (or a budget) on the controller, the busiest first (``ListUsers``)."""
+        return tuple(self._call("ListUsers", Controller.ListUsersRequest(), Controller.ListUsersResponse).users)
+
+    def user_budget(self, user: str) -> Controller.GetUserBudgetResponse:
+        """One user's budget limit (0: unlimited), spend and max band (``GetUserBudget``)."""
+        request = Controller.GetUserBudgetRequest(user_id=user)
+        return self._call("GetUserBudget", request, Controller.GetUserBudgetResponse)
+
+    def user_budgets(self) -> tuple[Controller.GetUserBudgetResponse, ...]:
+        """Every user with their own budget row, with their spend (``ListUserBudgets``)."""
+        return tuple(self._call("ListUserBudgets", Controller.ListUserBudgetsRequest(),
+                                Controller.ListUserBudgetsResponse).users)
+
+    def set_user_budget(self, user: str, limit: int, max_band: int | str = "interactive") -> None:
+        """Set a user's budget limit (0: unlimited) and the highest band they may submit at (a band
+        name such as ``"production"`` or its number) (``SetUserBudget``; an admin's call on a real Iris)."""
+        request = Controller.SetUserBudgetRequest(user_id=user, budget_limit=limit, max_band=cast(job_pb2.PriorityBand, band_value(max_band)))
+        self._call("SetUserBudget", request, Controller.SetUserBudgetResponse)
+
+    def scheduler_state(self) -> Controller.GetSchedulerStateResponse:
+        """Pending and running tasks per band, user and job, and users' budget standing
+        (``GetSchedulerState``)."""
+        return self._call("GetSchedulerState", Controller.GetSchedulerStateRequest(),
+                          Controller.GetSchedulerStateResponse)
 
     # -- plumbing ------------------------------------------------------------------------------
     def _finished(self, job_id: str) -> bool:

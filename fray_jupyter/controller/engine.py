@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Final
 
 from fray_jupyter.controller import scheduler, setup, trees
+from fray_jupyter.controller.budget import Budgets
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.logbuffer import LogBuffer
 from fray_jupyter.controller.runner import (
@@ -89,8 +90,10 @@ class Engine:
     """Owns the queue and the running tasks; see the module docstring."""
 
     def __init__(self, store: Store, work_root: Path, slots: int, cluster: Cluster | None = None,
-                 passed_env: Mapping[str, str] | None = None, log_lines: int = 100_000) -> None:
+                 passed_env: Mapping[str, str] | None = None, log_lines: int = 100_000,
+                 budgets: Budgets | None = None) -> None:
         self.store = store
+        self.budgets = budgets or Budgets(store)
         self.passed_env = dict(passed_env or {})
         self.cluster = cluster
         self.work_root = work_root
@@ -252,10 +255,16 @@ class Engine:
 
     # -- scheduling ---------------------------------------------------------------------------
     def schedule(self) -> None:
-        """Expire scheduling deadlines, then start what fits (``scheduler.place``)."""
+        """Expire scheduling deadlines, then start what fits (``scheduler.place``), taking jobs in Iris's
+        order: effective priority band highest first, users in turns inside a band (``budget``)."""
         self._expire_deadlines()
+        slots = self.slot_ledger() if self.queue else None
+        if slots is None or slots.exhausted:
+            return
         holding = Counter(running.job.job_id for running in self.running.values() if not running.forgotten)
-        starts = scheduler.place(self.queue.values(), self.slot_ledger(), holding)
+        waiting = list(self.queue.values())
+        order, bands = self.budgets.scheduling_order([(job.job_id, job.order) for job in waiting])
+        starts = scheduler.place([waiting[index] for index in order], slots, holding)
         if not starts:
             return
         with self.store.transaction():
@@ -268,9 +277,9 @@ class Engine:
                     continue
                 request = controller_pb2.Controller.LaunchJobRequest.FromString(job.request)
                 for index in indices:
-                    self._start(job, request, index)
+                    self._start(job, request, index, bands[queued.job_id])
 
-    def _start(self, job: JobRow, request: controller_pb2.Controller.LaunchJobRequest, idx: int) -> None:
+    def _start(self, job: JobRow, request: controller_pb2.Controller.LaunchJobRequest, idx: int, band: int) -> None:
         task = self.store.task(job.job_id, idx)
         assert task is not None
         attempt = task.attempt + 1
@@ -297,7 +306,7 @@ class Engine:
             job.job_id, idx, attempt, uid, J.TASK_STATE_ASSIGNED, None, "", None, None,
             None, None, "", str(workdir), 0,
         ))
-        self.store.update_task(job.job_id, idx, state=J.TASK_STATE_ASSIGNED, attempt=attempt)
+        self.store.update_task(job.job_id, idx, state=J.TASK_STATE_ASSIGNED, attempt=attempt, priority_band=band)
         running = Running(job, idx, attempt, uid, process)
         self.running[uid] = running
         bundle = Path(job.bundle_path) if job.bundle_path else None

@@ -11,9 +11,10 @@ list: the job-facing RPCs of ``iris.cluster.ControllerService``, and finelog's
 reads logs from) and which is served here from the controller's own log store; the task status
 text path (``EndpointService.ListEndpoints`` for ``/system/log-server``, and finelog's
 ``StatsService`` RegisterTable / WriteRows / Query under the same proxy prefix, see
-``taskstatus``). Iris RPCs the
-embedded controller cannot serve (workers, endpoints, budgets, raw SQL, ...) are listed in
-``UNSUPPORTED`` and answered UNIMPLEMENTED with one line saying why.
+``taskstatus``). Users, budgets and the scheduler's queues (``ListUsers``,
+``Set/Get/ListUserBudget(s)``, ``GetSchedulerState``) are served from the controller's own records
+(``budget``, ``users``). Iris RPCs the embedded controller cannot serve (workers, raw SQL, ...) are
+listed in ``UNSUPPORTED`` and answered UNIMPLEMENTED with one line saying why.
 
 Who may call (``Authenticator``): a caller with ``authorization: Bearer <token>`` holding the
 controller's token; or a caller with no ``authorization`` header at all whose TCP connection
@@ -60,6 +61,7 @@ class Code(enum.Enum):
     INVALID_ARGUMENT = ("invalid_argument", 400)
     NOT_FOUND = ("not_found", 404)
     ALREADY_EXISTS = ("already_exists", 409)
+    PERMISSION_DENIED = ("permission_denied", 403)
     FAILED_PRECONDITION = ("failed_precondition", 400)
     RESOURCE_EXHAUSTED = ("resource_exhausted", 429)
     UNAUTHENTICATED = ("unauthenticated", 401)
@@ -142,6 +144,11 @@ METHODS: Final[tuple[Method, ...]] = (
     Method("ListWorkers", _C.ListWorkersRequest, _C.ListWorkersResponse, "list_workers"),
     Method("GetAutoscalerStatus", _C.GetAutoscalerStatusRequest, _C.GetAutoscalerStatusResponse,
            "get_autoscaler_status"),
+    Method("ListUsers", _C.ListUsersRequest, _C.ListUsersResponse, "list_users"),
+    Method("SetUserBudget", _C.SetUserBudgetRequest, _C.SetUserBudgetResponse, "set_user_budget"),
+    Method("GetUserBudget", _C.GetUserBudgetRequest, _C.GetUserBudgetResponse, "get_user_budget"),
+    Method("ListUserBudgets", _C.ListUserBudgetsRequest, _C.ListUserBudgetsResponse, "list_user_budgets"),
+    Method("GetSchedulerState", _C.GetSchedulerStateRequest, _C.GetSchedulerStateResponse, "get_scheduler_state"),
     Method("FetchLogs", _F.FetchLogsRequest, _F.FetchLogsResponse, "fetch_logs", LOG_SERVICE, LOG_SERVER_PROXY),
     Method("ListEndpoints", _C.ListEndpointsRequest, _C.ListEndpointsResponse, "list_endpoints", ENDPOINT_SERVICE),
     Method("RegisterTable", _S.RegisterTableRequest, _S.RegisterTableResponse, "register_table", STATS_SERVICE,
@@ -154,7 +161,7 @@ METHODS_BY_PATH: Final[dict[str, Method]] = {path: method for method in METHODS 
 # Why the embedded controller cannot serve an Iris RPC: one line per kind of missing machinery.
 _NO_WORKERS = "it has no workers (tasks run as processes on this machine, not on registered workers)"
 _NO_ENDPOINTS = "it has no endpoint registry or actor proxy (jobs cannot register or look up endpoints)"
-_NO_BUDGETS = "it has no users, budgets or priority bands (every caller is this machine's user)"
+_NO_IDENTITY = "it has no caller identities (every caller it lets in is this machine's user)"
 _NO_SQL = "it has no SQL query surface (use job/task listings and logs instead)"
 _NO_CLUSTER = "it has no autoscaler, backends, peers or checkpoints (it is one machine)"
 _NO_CONTAINERS = "its tasks are plain processes, not containers (no exec, profiling or process inspection)"
@@ -165,11 +172,10 @@ _STATUS_TEXT_ONLY = ("of finelog's stats it keeps the task status text namespace
 _UNSUPPORTED_BY_SERVICE: Final[dict[str, dict[str, str]]] = {
     SERVICE_NAME: {
         "KickTasks": _NO_KICK, "Register": _NO_WORKERS, "RenewWorkerToken": _NO_WORKERS,
-        "GetWorkerStatus": _NO_WORKERS, "MintEndpointToken": _NO_ENDPOINTS, "ListUsers": _NO_BUDGETS, "ProfileTask": _NO_CONTAINERS,
+        "GetWorkerStatus": _NO_WORKERS, "MintEndpointToken": _NO_ENDPOINTS, "ProfileTask": _NO_CONTAINERS,
         "ExecInContainer": _NO_CONTAINERS, "BeginCheckpoint": _NO_CLUSTER, "GetProcessStatus": _NO_CONTAINERS,
-        "GetCurrentUser": _NO_BUDGETS, "GetKubernetesClusterStatus": _NO_CLUSTER, "ExecuteRawQuery": _NO_SQL,
-        "SetUserBudget": _NO_BUDGETS, "GetUserBudget": _NO_BUDGETS, "ListUserBudgets": _NO_BUDGETS,
-        "GetSchedulerState": _NO_CLUSTER, "ListBackends": _NO_CLUSTER, "ListPeers": _NO_CLUSTER,
+        "GetCurrentUser": _NO_IDENTITY, "GetKubernetesClusterStatus": _NO_CLUSTER, "ExecuteRawQuery": _NO_SQL,
+        "ListBackends": _NO_CLUSTER, "ListPeers": _NO_CLUSTER,
         "FederationSync": _NO_CLUSTER,
     },
     ENDPOINT_SERVICE: {name: _NO_ENDPOINTS for name in ("RegisterEndpoint", "UnregisterEndpoint")},

@@ -4,7 +4,8 @@ The embedded controller counts local capacity in *task slots*: every running tas
 (including one being stopped) holds one slot. The cores, RAM, disk and chips a job requests
 describe the target cluster, so they are recorded but never compared with this machine.
 
-Placement is first-come, first-served with backfill: jobs are visited in submission order;
+Placement is in order with backfill: jobs are visited in the order the engine gives (Iris's: by
+effective priority band, users in turns inside a band, each user's jobs oldest first; ``budget``);
 a plain job starts as many of its pending tasks as there are free slots; a coscheduled job
 (a gang) starts all of its pending tasks at once or none, and only when none of its tasks
 still holds a slot. A gang that does not fit is skipped, so smaller jobs behind it can use
@@ -114,8 +115,8 @@ class SlotLedger:
 
 def place(queue: Iterable[QueuedJob], slots: SlotLedger,
           holding: Mapping[str, int]) -> list[tuple[QueuedJob, list[int]]]:
-    """The tasks to start now in ``slots``, as ``(job, task indices)`` in queue order; ``holding``
-    counts the slots each job already holds (running or still stopping tasks)."""
+    """The tasks to start now in ``slots``, as ``(job, task indices)`` in the order of ``queue``;
+    ``holding`` counts the slots each job already holds (running or still stopping tasks)."""
     starts: list[tuple[QueuedJob, list[int]]] = []
     for job in queue:
         if slots.exhausted:

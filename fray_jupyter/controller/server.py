@@ -46,6 +46,7 @@ from typing import IO, Any, Final
 import uvicorn
 
 from fray_jupyter.cluster.profile import ProfileError, load_profile, profile_to_json
+from fray_jupyter.controller.budget import LIMIT_ENV, Budgets, default_limit
 from fray_jupyter.controller.changes import ChangeFeed
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.connect_app import ConnectApp
@@ -120,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pass-env", action="append", default=[], metavar="NAME[,NAME...]",
                         help="also give tasks these variables of the controller's environment (repeatable; "
                              f"added to ${PASS_ENV_VAR}); tasks otherwise get a fixed base environment")
+    parser.add_argument("--budget-limit", type=int, default=None, metavar="VALUE",
+                        help=f"budget limit of users without their own (SetUserBudget): the resource value their "
+                             f"running interactive work may reach before it drops to batch; 0 unlimited "
+                             f"(default: ${LIMIT_ENV}, else 0)")
     parser.add_argument("--require-token", action="store_true",
                         help="refuse calls without the token even from your own OS user (default: your own "
                              "processes on loopback need none, as with a real Iris)")
@@ -138,6 +143,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     try:
         args.idle_timeout = idle_timeout(args.idle_timeout, os.environ)
         args.policy = Policy.from_options(args.retention_days, args.max_state_size, args.max_log_lines, os.environ)
+        args.default_budget_limit = default_limit(args.budget_limit)
     except ValueError as error:
         parser.error(str(error))
     if args.policy.log_lines < 1 or args.policy.days < 0 or args.gc_interval <= 0:
@@ -145,6 +151,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.iris_local:
         unsupported = [flag for flag, value in (("--grpc-port", args.grpc_port), ("--slots", args.slots),
                                                 ("--token", args.token)) if value is not None]
+        if args.budget_limit is not None:
+            parser.error("--budget-limit cannot be used with --iris-local: a genuine Iris takes its users' default "
+                         "budget from its cluster config (user_budget_defaults.budget_limit; 1000 when unset)")
         if args.require_token:
             unsupported.append("--require-token")
         if args.host not in (None, DEFAULT_HOST):
@@ -234,7 +243,8 @@ async def serve(args: argparse.Namespace) -> int:
     feed = ChangeFeed()
     store.on_change = feed.touch
     passed = {name: os.environ[name] for name in pass_through_names(args.pass_env, os.environ) if name in os.environ}
-    engine = Engine(store, root / "work", args.slots or default_slots(), cluster, passed, args.policy.log_lines)
+    engine = Engine(store, root / "work", args.slots or default_slots(), cluster, passed, args.policy.log_lines,
+                    Budgets(store, args.default_budget_limit))
     recovered = engine.recover()
     activity = Activity(args.idle_timeout)
     invoke = activity.wrap(invoke_logged(ControllerService(store, engine, root / "bundles", cluster)))

@@ -33,6 +33,10 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
   the ones below "Parent job terminated".
 * CompleteJob: every unfinished task becomes SUCCEEDED (its processes are stopped), then the
   job; a finished job is left as it is.
+* LaunchJob and bands: a ``priority_band`` that is no band is INVALID_ARGUMENT, INHERIT is stored
+  resolved, a band above the user's max band is PERMISSION_DENIED (``budget.Budgets.admit``).
+* ListUsers, SetUserBudget, GetUserBudget, ListUserBudgets, GetSchedulerState: from the controller's
+  own records, by Iris's rules (``users``, ``budget``).
 * FetchLogs (finelog's log service, as a real controller proxies it): see ``logservice``.
 * GetTaskLogs: ``id`` is a job id (all tasks; with ``include_children`` those of every job below
   it too) or a task id (``/<user>/<job>/<index>``, optionally ``:<attempt>``). Lines come back
@@ -50,7 +54,7 @@ import re
 from pathlib import Path
 from typing import Any, Final, cast
 
-from fray_jupyter.controller import validation, views
+from fray_jupyter.controller import users, validation, views
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine, now_ms
 from fray_jupyter.controller.logservice import LogService
@@ -103,6 +107,7 @@ class ControllerService:
     def launch_job(self, request: C.LaunchJobRequest) -> C.LaunchJobResponse:
         """Admit, store and queue a job (see the module rules for a child and an existing name)."""
         validation.validate_launch(request)
+        self.engine.budgets.admit(request)
         job_id = request.name
         parent = parent_job_id(job_id)
         if parent:
@@ -332,6 +337,28 @@ class ControllerService:
         if self.cluster is None:
             raise RpcError(Code.UNIMPLEMENTED, "this controller has no cluster profile (no autoscaler)")
         return self.cluster.autoscaler_status(request)
+    # -- users, budgets, the scheduler's queues (``budget``, ``users``) --------------------------------
+    def list_users(self, request: C.ListUsersRequest) -> C.ListUsersResponse:
+        """Every user with a job or a budget row, with their unfinished work (``users``)."""
+        del request
+        return users.list_users(self.store)
+
+    def set_user_budget(self, request: C.SetUserBudgetRequest) -> C.SetUserBudgetResponse:
+        """Store one user's budget limit and max band."""
+        return self.engine.budgets.set_user_budget(request, now_ms())
+
+    def get_user_budget(self, request: C.GetUserBudgetRequest) -> C.GetUserBudgetResponse:
+        """One user's limit, spend and max band."""
+        return self.engine.budgets.get_user_budget(request)
+
+    def list_user_budgets(self, request: C.ListUserBudgetsRequest) -> C.ListUserBudgetsResponse:
+        """Every user with a budget row, with their spend."""
+        return self.engine.budgets.list_user_budgets(request)
+
+    def get_scheduler_state(self, request: C.GetSchedulerStateRequest) -> C.GetSchedulerStateResponse:
+        """Pending and running tasks per band, user and job, and users' budget standing."""
+        return self.engine.budgets.get_scheduler_state(request)
+
     def fetch_logs(self, request: finelog_logging_pb2.FetchLogsRequest) -> finelog_logging_pb2.FetchLogsResponse:
         """finelog's FetchLogs over the controller's log store (see ``logservice``)."""
         return self.log_service.fetch_logs(request)

@@ -169,15 +169,29 @@ CREATE INDEX task_status_by_job ON "iris.task_status" (job_id);
 """Schema version 3: the status text each task attempt last reported (Iris's ``iris.task_status``
 namespace, its columns by Iris's names; ``ts`` in epoch ms), read by ``controller.taskstatus``."""
 
-_TREES_V4: Final[str] = """
+_BUDGETS: Final[str] = """
+CREATE TABLE user_budgets (
+  user_id TEXT PRIMARY KEY,
+  budget_limit INTEGER NOT NULL,
+  max_band INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+ALTER TABLE tasks ADD COLUMN priority_band INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX tasks_by_state ON tasks (state, job_id)
+"""
+"""Schema version 4: per-user budgets (``SetUserBudget``), the band each task was given when it was
+placed (``tasks.priority_band``, 0 until then; Iris stamps it the same way), and tasks by state
+(spend and the scheduler's queues read the active and pending ones)."""
+
+_TREES_V5: Final[str] = """
 ALTER TABLE jobs ADD COLUMN parent_job_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_parent ON jobs (parent_job_id, submitted_ms, id)
 """
-"""Schema version 4: child jobs. ``parent_job_id`` ('' for a root job; every job stored before
+"""Schema version 5: child jobs. ``parent_job_id`` ('' for a root job; every job stored before
 this version is one), indexed with the listing order, so "roots only" and "children of X" read
 one index range."""
 
-MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _TREES_V4)
+MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _TREES_V5)
 """Ordered: entry ``n`` takes a store from ``PRAGMA user_version`` ``n`` to ``n + 1``. Append only:
 never edit a released entry (a state dir may have applied it already)."""
 
@@ -430,6 +444,43 @@ class Store:
         """``(attempt uid, pid, pgid, proc_start)`` of every remembered stray process group."""
         return [tuple(row) for row in self._db.execute(
             "SELECT attempt_uid, pid, pgid, proc_start FROM stray_processes")]
+
+    # -- users and budgets --------------------------------------------------------------------
+    def user_budgets(self) -> dict[str, tuple[int, int]]:
+        """``user → (budget_limit, max_band)`` of every user with a budget row."""
+        return {user: (limit, band) for user, limit, band in self._db.execute(
+            "SELECT user_id, budget_limit, max_band FROM user_budgets ORDER BY user_id")}
+
+    def set_user_budget(self, user: str, limit: int, max_band: int, ts_ms: int) -> None:
+        """Create or replace one user's budget row."""
+        self._db.execute("INSERT OR REPLACE INTO user_budgets (user_id, budget_limit, max_band, updated_ms) "
+                         "VALUES (?, ?, ?, ?)", (user, limit, max_band, ts_ms))
+
+    def task_counts(self, states: Iterable[int]) -> list[tuple[str, int, int, int]]:
+        """``(job id, job row id, band the tasks were placed at, tasks)`` of the tasks in ``states``,
+        per job and band, in job row order."""
+        marks = ", ".join("?" * len(states := list(states)))
+        return [tuple(row) for row in self._db.execute(
+            f"SELECT t.job_id, j.id, t.priority_band, count(*) FROM tasks t JOIN jobs j ON j.job_id = t.job_id "
+            f"WHERE t.state IN ({marks}) GROUP BY t.job_id, t.priority_band ORDER BY j.id", states)]
+
+    def users(self) -> list[str]:
+        """Every user who has a stored job, sorted."""
+        return [row[0] for row in self._db.execute("SELECT DISTINCT user FROM jobs ORDER BY user")]
+
+    def counts_by_user(self, job_states: Iterable[int]) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
+        """For the jobs in ``job_states``: ``user → {job state → jobs}`` and ``user → {task state → tasks}``."""
+        marks = ", ".join("?" * len(states := list(job_states)))
+        jobs: dict[str, dict[int, int]] = {}
+        tasks: dict[str, dict[int, int]] = {}
+        for user, state, count in self._db.execute(
+                f"SELECT user, state, count(*) FROM jobs WHERE state IN ({marks}) GROUP BY user, state", states):
+            jobs.setdefault(user, {})[state] = count
+        for user, state, count in self._db.execute(
+                f"SELECT j.user, t.state, count(*) FROM tasks t JOIN jobs j ON j.job_id = t.job_id "
+                f"WHERE j.state IN ({marks}) GROUP BY j.user, t.state", states):
+            tasks.setdefault(user, {})[state] = count
+        return jobs, tasks
 
     def job(self, job_id: str) -> JobRow | None:
         """The job with this id, or None."""

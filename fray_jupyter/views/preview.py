@@ -1,7 +1,8 @@
 """The notebook preview of a ``Plan`` as one HTML fragment, and the inline error that replaces it.
 
-Sections, top to bottom: figures as sent (replicas, per-task host and chips, totals), the
-coscheduling diagram (the gangs Iris attempts), errors (why Iris will never place the job, error
+Sections, top to bottom: figures as sent (replicas, per-task host and chips, totals), the "will it
+fit?" line and the budget lines (spend, the user's spent/limit, the band it runs at and the tasks queued
+ahead) when the caller has them, the coscheduling diagram (the gangs Iris attempts), errors (why Iris will never place the job, error
 styled), warnings (every silent change), constraints as Fray writes them and as sent,
 env vars with their source, copyable snippets, and the ``LaunchJobRequest`` (protobuf text or JSON)
 with its size, the lines changed since ``previous`` highlighted and the changed fields named.
@@ -18,6 +19,7 @@ from typing import Final, Literal
 
 from google.protobuf.message import Message
 
+from fray_jupyter.iris.budget import BudgetPicture, band_name, over_budget
 from fray_jupyter.planning import Plan
 from fray_jupyter.resources.devices import CpuConfig
 from fray_jupyter.views.diagram import core_count, render_diagram_svg
@@ -52,6 +54,9 @@ STYLE: Final = """<style>
 .fray-fit{margin:6px 0 0}
 .fray-fit[data-verdict="never"]{color:var(--jp-error-color1,#b71c1c)}
 .fray-fit[data-verdict="now"]{color:var(--jp-success-color1,#2e7d32)}
+.fray-budget{margin:2px 0 0}
+.fray-budget[data-band="batch"],.fray-budget[data-over="true"]{color:var(--jp-warn-color0,#a15c00)}
+.fray-budget[data-band="refused"]{color:var(--jp-error-color1,#b71c1c)}
 .fray-stale{opacity:.4;filter:grayscale(1);pointer-events:none}
 .fray-stale-banner{font-weight:600;color:var(--jp-error-color1,#b71c1c);margin:4px 0}
 .fray-invalid input,.fray-invalid textarea,.fray-invalid select{border-color:var(--jp-error-color1,#d32f2f)!important}
@@ -166,12 +171,24 @@ def render_fit(line: str) -> str:
     return f'<div class="fray-fit" data-verdict="{escape(verdict)}"><code>{escape(line)}</code></div>'
 
 
+def render_budget(picture: BudgetPicture) -> str:
+    """The budget and band lines (``BudgetPicture.lines``), marked with the band the job runs at
+    (``data-band``: a band name, ``refused``, or ``unknown`` without a budget answer) and whether its
+    user is over the limit now or once it runs (``data-over``)."""
+    band = picture.effective_band
+    marked = "refused" if picture.refusal is not None else band_name(band) if band is not None else "unknown"
+    over = picture.known and (picture.over_after or over_budget(picture.spent or 0, picture.limit or 0))
+    lines = "<br>".join(f"<code>{escape(line)}</code>" for line in picture.lines)
+    return f'<div class="fray-budget" data-band="{marked}" data-over="{str(over).lower()}">{lines}</div>'
+
+
 def render_preview_html(plan: Plan, *, previous: Plan | None = None, request_format: RequestFormat = "text",
-                        style: bool = True, fit: str | None = None) -> str:
+                        style: bool = True, fit: str | None = None, budget: BudgetPicture | None = None) -> str:
     """The whole preview for ``plan``; ``previous`` (the plan shown before the last edit) turns on
     change highlighting; ``request_format`` picks protobuf text or JSON for the request; ``fit`` (a
-    ``fit: …`` line) is shown under the figures. ``style=False`` leaves out the ``STYLE`` sheet, for a
-    page that already has it (a new sheet restyles the page)."""
+    ``fit: …`` line) and ``budget`` (what it costs its user's budget, at which band it runs) are shown
+    under the figures. ``style=False`` leaves out the ``STYLE`` sheet, for a page that already has it
+    (a new sheet restyles the page)."""
     if request_format not in ("text", "json"):
         raise ValueError(f"request_format {request_format!r} must be 'text' or 'json'")
     errors = "".join(f'<div class="fray-error fray-placement-error" role="alert">{escape(e)}</div>'
@@ -179,7 +196,7 @@ def render_preview_html(plan: Plan, *, previous: Plan | None = None, request_for
     warnings = ("<h4>Warnings</h4><ul class=\"fray-warnings\">"
                 + "".join(f"<li>{escape(w)}</li>" for w in plan.warnings) + "</ul>") if plan.warnings else ""
     return (f'{STYLE if style else ""}<div class="fray-preview">{_figures(plan)}'
-            f'{render_fit(fit) if fit else ""}'
+            f'{render_fit(fit) if fit else ""}{render_budget(budget) if budget is not None else ""}'
             f"<h4>Coscheduling</h4>{render_diagram_svg(plan)}{errors}{warnings}"
             f"<h4>Constraints</h4>{_constraints(plan)}<h4>Environment</h4>{_env(plan)}"
             f"<h4>Snippets</h4>{_snippets(plan)}{_request(plan, previous, request_format)}</div>")

@@ -1,5 +1,6 @@
-"""The picker's "will it fit?" line: the verdict of ``client.fit`` for the current plan, and which
-device types and regions the connected cluster offers.
+"""The picker's "will it fit?" line: the verdict of ``client.fit`` for the current plan, which
+device types and regions the connected cluster offers, and what the job costs its user's budget and at
+which band it runs (``client.budget``: without a controller, only the job's own spend).
 
 Rules: never blocks the picker — a gang no slice can hold is ``never`` at once (no controller
 needed); otherwise the verdict is computed on one background thread (the controller's shape is
@@ -23,6 +24,7 @@ import ipywidgets as widgets
 if TYPE_CHECKING:
     from fray_jupyter.client.client import FrayClient
     from fray_jupyter.client.fit import Fit
+    from fray_jupyter.iris.budget import BudgetPicture
     from fray_jupyter.planning import Plan
 
 NO_CONTROLLER: Final[str] = ("fit: no controller — start one (`fray-jupyter controller`) or submit once to see "
@@ -70,6 +72,7 @@ class FitLine:
         self.widget = widgets.HTML()
         self.widget.add_class("fray-fit-line")
         self.fit: Fit | None = None
+        self.budget: BudgetPicture | None = None
         self._connect = connect
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fray-fit")
         self._lock = threading.Lock()
@@ -78,6 +81,8 @@ class FitLine:
 
     def update(self, plan: Plan | None) -> None:
         """Show the verdict for ``plan`` (None: clear the line) without waiting for a controller."""
+        from fray_jupyter.client.budget import budget
+
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -87,17 +92,18 @@ class FitLine:
         if plan.errors:
             from fray_jupyter.client.fit import Fit
 
-            self._show(generation, Fit("never", plan.errors[0]), "")
+            self._show(generation, Fit("never", plan.errors[0]), "", picture=budget(plan, None))
             return
         self.pending = self._pool.submit(self._compute, plan, generation)
 
     def _compute(self, plan: Plan, generation: int) -> None:
+        from fray_jupyter.client.budget import budget
         from fray_jupyter.client.errors import FrayError
         from fray_jupyter.client.fit import fit
 
         client = self._connect()
         if client is None:
-            self._show(generation, None, NO_CONTROLLER)
+            self._show(generation, None, NO_CONTROLLER, picture=budget(plan, None))
             return
         try:
             result = fit(plan, client)
@@ -105,16 +111,19 @@ class FitLine:
             kind = plan.request.resources.device.WhichOneof("device") or "cpu"
             marks = catalog(kind, *offered(client, kind))
         except FrayError as error:
-            self._show(generation, None, f"fit: unknown — {' '.join(str(error).split())}")
+            self._show(generation, None, f"fit: unknown — {' '.join(str(error).split())}", picture=budget(plan, None))
             return
         note = f"this cluster has no group for {', '.join(gaps)}" if gaps else ""
-        self._show(generation, result, note, marks)
+        self._show(generation, result, note, marks, budget(plan, client))
 
-    def _show(self, generation: int, result: Fit | None, note: str, marks: str = "") -> None:
+    def _show(self, generation: int, result: Fit | None, note: str, marks: str = "",
+              picture: BudgetPicture | None = None) -> None:
+        from fray_jupyter.views.preview import render_budget
+
         with self._lock:
             if generation != self._generation:
                 return
-            self.fit = result
+            self.fit, self.budget = result, picture
         verdict = result.verdict if result is not None else "unknown"
         lines = [result.line] if result is not None else []
         if result is not None and result.candidates:
@@ -122,11 +131,12 @@ class FitLine:
         if note:
             lines.append(note)
         dim = f'<br><span class="fray-hint fray-offered">{escape(marks)}</span>' if marks else ""
-        self.widget.value = (f'<div class="fray-fit" data-verdict="{verdict}">'
-                             + "<br>".join(escape(line) for line in lines) + dim + "</div>") if lines else ""
+        shown = (f'<div class="fray-fit" data-verdict="{verdict}">'
+                 + "<br>".join(escape(line) for line in lines) + dim + "</div>") if lines else ""
+        self.widget.value = shown + (render_budget(picture) if picture is not None else "")
 
     def wait(self, timeout: float = 10.0) -> Fit | None:
-        """Block until the newest verdict is shown (for tests and scripts); returns it."""
+        """Block until the newest verdict (and budget picture) is shown (for tests and scripts); returns it."""
         if self.pending is not None:
             self.pending.result(timeout)
         return self.fit

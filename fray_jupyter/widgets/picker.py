@@ -4,7 +4,8 @@ Rule: every change re-reads all controls into a ``JobRequest`` (``form``) and ru
 same Plan submission sends — then renders it with ``views.preview``. Invalid settings show an inline
 error naming the control (and mark it); the last valid preview stays only greyed out under a
 "stale" banner. Above the preview, ``fitline`` says whether the plan fits the connected cluster
-(non-blocking; "no controller" when none runs). Nothing raised while reacting to a control reaches the notebook. Seeding
+(non-blocking; "no controller" when none runs), what it costs its user's budget and at which band it
+will run. Nothing raised while reacting to a control reaches the notebook. Seeding
 (constructor or ``.value = ...``) sets every control with observers muted, then plans once.
 """
 
@@ -47,7 +48,7 @@ class ResourcePicker(widgets.HBox):
     Plan for the current settings (None while invalid), ``.error`` why they are invalid.
     ``controls`` holds each control by name, e.g. ``picker.controls.slices.value = 2``.
     ``controller`` (a URL) is the cluster the fit line asks; by default the one ``%%fray`` would use.
-    ``.fit`` is the latest verdict (None until known).
+    ``.fit`` is the latest verdict and ``.budget`` the latest budget picture (None until known).
     """
 
     def __init__(self, resources: ResourceConfig | object | None = None, *, job: JobRequest | object | None = None,
@@ -110,6 +111,12 @@ class ResourcePicker(widgets.HBox):
     def fit(self) -> Any:
         """The latest ``client.fit.Fit`` for the current plan, or None (no controller, not known yet)."""
         return self.fitline.fit
+
+    @property
+    def budget(self) -> Any:
+        """The latest ``iris.budget.BudgetPicture`` for the current plan (what it costs its user's budget,
+        the band it runs at), or None until known."""
+        return self.fitline.budget
 
     def _client(self) -> FrayClient | None:
         """A client of the controller the fit line asks, or None when none is configured or running."""

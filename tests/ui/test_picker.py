@@ -1,14 +1,20 @@
 """The picker in a real JupyterLab (and Notebook 7): change the TPU type and slice count in the
-rendered widget and see the replica count, the diagram and the protobuf text follow."""
+rendered widget and see the replica count, the diagram and the protobuf text follow; against a
+controller, the budget line shows the job's spend and the band it will run at."""
 
 from __future__ import annotations
+
+import time
+from pathlib import Path
 
 import pytest
 from labserver import Lab, run_first_cell
 from playwright.sync_api import Page, expect
 
+from fray_jupyter.client.client import FrayClient
 from fray_jupyter.resources.tables import TPU_TOPOLOGY_BY_NAME
 from fray_jupyter.widgets.controls import tpu_label
+from tests.controller_harness import launch_request, start_controller, stop_quietly
 
 CELL = ("from fray_jupyter import ResourceConfig\n"
         "from fray_jupyter.widgets import ResourcePicker\n"
@@ -60,3 +66,31 @@ def test_an_invalid_setting_shows_an_error_and_a_stale_preview(lab: Lab, page: P
     ram.fill("")
     ram.press("Enter")
     expect(preview.locator(".fray-error")).to_have_count(0)
+
+
+def test_the_picker_shows_the_spend_and_the_band_it_will_run_at(lab: Lab, page: Page, tmp_path: Path) -> None:
+    """Against a controller whose default limit is 1, with alice's one running task over it: her next
+    job runs at batch, and the line follows the TPU type."""
+    controller = start_controller(tmp_path / "state", "--slots", "2", "--budget-limit", "1")
+    try:
+        with FrayClient(controller.info.url, controller.info.token) as client:
+            busy = client.submit(launch_request("busy", "sleep 300", user="alice"))
+            deadline = time.monotonic() + 30
+            while client.user_budget("alice").budget_spent == 0:  # until its task is placed
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            cell = (f"import os\nos.environ['FRAY_CONTROLLER_TOKEN'] = {controller.info.token!r}\n"
+                    "from fray_jupyter import ResourceConfig\nfrom fray_jupyter.widgets import ResourcePicker\n"
+                    f"ResourcePicker(resources=ResourceConfig.with_tpu('v5p-8'), user='alice', "
+                    f"controller={controller.info.url!r})")
+            run_first_cell(page, lab.open_url(lab.notebook("picker-budget.ipynb", cell)))
+            line = page.locator(".fray-fit-line .fray-budget")
+            expect(line).to_have_attribute("data-band", "batch", timeout=60_000)
+            expect(line).to_contain_text("budget: this job spends 4,744 (1 task(s) × 4,744: 1000 × 4 accelerator(s)")
+            expect(line).to_contain_text("alice has spent 5 of 1, over the limit")
+            expect(line).to_contain_text("band: batch — asked interactive, but alice is over budget")
+            page.locator(".fray-tpu-type select").select_option(label=tpu_label(TPU_TOPOLOGY_BY_NAME["v5p-32"]))
+            expect(line).to_contain_text("budget: this job spends 18,976 (4 task(s) × 4,744")
+            client.terminate(busy)
+    finally:
+        stop_quietly(controller)

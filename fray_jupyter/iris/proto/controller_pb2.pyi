@@ -375,4 +375,132 @@ class Controller(_message.Message):
         ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
         endpoints: _containers.RepeatedCompositeFieldContainer[Controller.Endpoint]
         def __init__(self, endpoints: _Optional[_Iterable[_Union[Controller.Endpoint, _Mapping]]] = ...) -> None: ...
+    class UserSummary(_message.Message):
+        __slots__ = ("user", "task_state_counts", "job_state_counts", "role")
+        class TaskStateCountsEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: int
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+        class JobStateCountsEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: int
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+        USER_FIELD_NUMBER: _ClassVar[int]
+        TASK_STATE_COUNTS_FIELD_NUMBER: _ClassVar[int]
+        JOB_STATE_COUNTS_FIELD_NUMBER: _ClassVar[int]
+        ROLE_FIELD_NUMBER: _ClassVar[int]
+        user: str
+        task_state_counts: _containers.ScalarMap[str, int]
+        job_state_counts: _containers.ScalarMap[str, int]
+        role: str
+        def __init__(self, user: _Optional[str] = ..., task_state_counts: _Optional[_Mapping[str, int]] = ..., job_state_counts: _Optional[_Mapping[str, int]] = ..., role: _Optional[str] = ...) -> None: ...
+    class ListUsersRequest(_message.Message):
+        __slots__ = ()
+        def __init__(self) -> None: ...
+    class ListUsersResponse(_message.Message):
+        __slots__ = ("users",)
+        USERS_FIELD_NUMBER: _ClassVar[int]
+        users: _containers.RepeatedCompositeFieldContainer[Controller.UserSummary]
+        def __init__(self, users: _Optional[_Iterable[_Union[Controller.UserSummary, _Mapping]]] = ...) -> None: ...
+    class SetUserBudgetRequest(_message.Message):
+        __slots__ = ("user_id", "budget_limit", "max_band")
+        USER_ID_FIELD_NUMBER: _ClassVar[int]
+        BUDGET_LIMIT_FIELD_NUMBER: _ClassVar[int]
+        MAX_BAND_FIELD_NUMBER: _ClassVar[int]
+        user_id: str
+        budget_limit: int
+        max_band: _job_pb2.PriorityBand
+        def __init__(self, user_id: _Optional[str] = ..., budget_limit: _Optional[int] = ..., max_band: _Optional[_Union[_job_pb2.PriorityBand, str]] = ...) -> None: ...
+    class SetUserBudgetResponse(_message.Message):
+        __slots__ = ()
+        def __init__(self) -> None: ...
+    class GetUserBudgetRequest(_message.Message):
+        __slots__ = ("user_id",)
+        USER_ID_FIELD_NUMBER: _ClassVar[int]
+        user_id: str
+        def __init__(self, user_id: _Optional[str] = ...) -> None: ...
+    class GetUserBudgetResponse(_message.Message):
+        __slots__ = ("user_id", "budget_limit", "budget_spent", "max_band")
+        USER_ID_FIELD_NUMBER: _ClassVar[int]
+        BUDGET_LIMIT_FIELD_NUMBER: _ClassVar[int]
+        BUDGET_SPENT_FIELD_NUMBER: _ClassVar[int]
+        MAX_BAND_FIELD_NUMBER: _ClassVar[int]
+        user_id: str
+        budget_limit: int
+        budget_spent: int
+        max_band: _job_pb2.PriorityBand
+        def __init__(self, user_id: _Optional[str] = ..., budget_limit: _Optional[int] = ..., budget_spent: _Optional[int] = ..., max_band: _Optional[_Union[_job_pb2.PriorityBand, str]] = ...) -> None: ...
+    class ListUserBudgetsRequest(_message.Message):
+        __slots__ = ()
+        def __init__(self) -> None: ...
+    class ListUserBudgetsResponse(_message.Message):
+        __slots__ = ("users",)
+        USERS_FIELD_NUMBER: _ClassVar[int]
+        users: _containers.RepeatedCompositeFieldContainer[Controller.GetUserBudgetResponse]
+        def __init__(self, users: _Optional[_Iterable[_Union[Controller.GetUserBudgetResponse, _Mapping]]] = ...) -> None: ...
+    class GetSchedulerStateRequest(_message.Message):
+        __slots__ = ()
+        def __init__(self) -> None: ...
+    class PendingTaskBucket(_message.Message):
+        __slots__ = ("band", "user_id", "job_id", "count", "backend_id")
+        BAND_FIELD_NUMBER: _ClassVar[int]
+        USER_ID_FIELD_NUMBER: _ClassVar[int]
+        JOB_ID_FIELD_NUMBER: _ClassVar[int]
+        COUNT_FIELD_NUMBER: _ClassVar[int]
+        BACKEND_ID_FIELD_NUMBER: _ClassVar[int]
+        band: _job_pb2.PriorityBand
+        user_id: str
+        job_id: str
+        count: int
+        backend_id: str
+        def __init__(self, band: _Optional[_Union[_job_pb2.PriorityBand, str]] = ..., user_id: _Optional[str] = ..., job_id: _Optional[str] = ..., count: _Optional[int] = ..., backend_id: _Optional[str] = ...) -> None: ...
+    class RunningTaskBucket(_message.Message):
+        __slots__ = ("band", "user_id", "worker_id", "job_id", "count", "backend_id")
+        BAND_FIELD_NUMBER: _ClassVar[int]
+        USER_ID_FIELD_NUMBER: _ClassVar[int]
+        WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+        JOB_ID_FIELD_NUMBER: _ClassVar[int]
+        COUNT_FIELD_NUMBER: _ClassVar[int]
+        BACKEND_ID_FIELD_NUMBER: _ClassVar[int]
+        band: _job_pb2.PriorityBand
+        user_id: str
+        worker_id: str
+        job_id: str
+        count: int
+        backend_id: str
+        def __init__(self, band: _Optional[_Union[_job_pb2.PriorityBand, str]] = ..., user_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., job_id: _Optional[str] = ..., count: _Optional[int] = ..., backend_id: _Optional[str] = ...) -> None: ...
+    class SchedulerUserBudget(_message.Message):
+        __slots__ = ("user_id", "budget_limit", "budget_spent", "max_band", "effective_band", "utilization_percent")
+        USER_ID_FIELD_NUMBER: _ClassVar[int]
+        BUDGET_LIMIT_FIELD_NUMBER: _ClassVar[int]
+        BUDGET_SPENT_FIELD_NUMBER: _ClassVar[int]
+        MAX_BAND_FIELD_NUMBER: _ClassVar[int]
+        EFFECTIVE_BAND_FIELD_NUMBER: _ClassVar[int]
+        UTILIZATION_PERCENT_FIELD_NUMBER: _ClassVar[int]
+        user_id: str
+        budget_limit: int
+        budget_spent: int
+        max_band: _job_pb2.PriorityBand
+        effective_band: _job_pb2.PriorityBand
+        utilization_percent: float
+        def __init__(self, user_id: _Optional[str] = ..., budget_limit: _Optional[int] = ..., budget_spent: _Optional[int] = ..., max_band: _Optional[_Union[_job_pb2.PriorityBand, str]] = ..., effective_band: _Optional[_Union[_job_pb2.PriorityBand, str]] = ..., utilization_percent: _Optional[float] = ...) -> None: ...
+    class GetSchedulerStateResponse(_message.Message):
+        __slots__ = ("user_budgets", "total_pending", "total_running", "pending_buckets", "running_buckets")
+        USER_BUDGETS_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_PENDING_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_RUNNING_FIELD_NUMBER: _ClassVar[int]
+        PENDING_BUCKETS_FIELD_NUMBER: _ClassVar[int]
+        RUNNING_BUCKETS_FIELD_NUMBER: _ClassVar[int]
+        user_budgets: _containers.RepeatedCompositeFieldContainer[Controller.SchedulerUserBudget]
+        total_pending: int
+        total_running: int
+        pending_buckets: _containers.RepeatedCompositeFieldContainer[Controller.PendingTaskBucket]
+        running_buckets: _containers.RepeatedCompositeFieldContainer[Controller.RunningTaskBucket]
+        def __init__(self, user_budgets: _Optional[_Iterable[_Union[Controller.SchedulerUserBudget, _Mapping]]] = ..., total_pending: _Optional[int] = ..., total_running: _Optional[int] = ..., pending_buckets: _Optional[_Iterable[_Union[Controller.PendingTaskBucket, _Mapping]]] = ..., running_buckets: _Optional[_Iterable[_Union[Controller.RunningTaskBucket, _Mapping]]] = ...) -> None: ...
     def __init__(self) -> None: ...

@@ -86,6 +86,31 @@ class ControllerServiceStub:
                 request_serializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusRequest.SerializeToString,
                 response_deserializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusResponse.FromString,
                 _registered_method=True)
+        self.ListUsers = channel.unary_unary(
+                '/iris.cluster.ControllerService/ListUsers',
+                request_serializer=iris_dot_controller__pb2.Controller.ListUsersRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.ListUsersResponse.FromString,
+                _registered_method=True)
+        self.SetUserBudget = channel.unary_unary(
+                '/iris.cluster.ControllerService/SetUserBudget',
+                request_serializer=iris_dot_controller__pb2.Controller.SetUserBudgetRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.SetUserBudgetResponse.FromString,
+                _registered_method=True)
+        self.GetUserBudget = channel.unary_unary(
+                '/iris.cluster.ControllerService/GetUserBudget',
+                request_serializer=iris_dot_controller__pb2.Controller.GetUserBudgetRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.GetUserBudgetResponse.FromString,
+                _registered_method=True)
+        self.ListUserBudgets = channel.unary_unary(
+                '/iris.cluster.ControllerService/ListUserBudgets',
+                request_serializer=iris_dot_controller__pb2.Controller.ListUserBudgetsRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.ListUserBudgetsResponse.FromString,
+                _registered_method=True)
+        self.GetSchedulerState = channel.unary_unary(
+                '/iris.cluster.ControllerService/GetSchedulerState',
+                request_serializer=iris_dot_controller__pb2.Controller.GetSchedulerStateRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.GetSchedulerStateResponse.FromString,
+                _registered_method=True)
         self.GetTaskLogs = channel.unary_unary(
                 '/iris.cluster.ControllerService/GetTaskLogs',
                 request_serializer=iris_dot_controller__pb2.Controller.GetTaskLogsRequest.SerializeToString,
@@ -157,6 +182,37 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListUsers(self, request, context):
+        """Users, budgets and the scheduler's queues.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetUserBudget(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetUserBudget(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListUserBudgets(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSchedulerState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetTaskLogs(self, request, context):
         """Served only by older controllers; newer ones answer UNIMPLEMENTED.
         """
@@ -216,6 +272,31 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.GetAutoscalerStatus,
                     request_deserializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusRequest.FromString,
                     response_serializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusResponse.SerializeToString,
+            ),
+            'ListUsers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUsers,
+                    request_deserializer=iris_dot_controller__pb2.Controller.ListUsersRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.ListUsersResponse.SerializeToString,
+            ),
+            'SetUserBudget': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetUserBudget,
+                    request_deserializer=iris_dot_controller__pb2.Controller.SetUserBudgetRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.SetUserBudgetResponse.SerializeToString,
+            ),
+            'GetUserBudget': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUserBudget,
+                    request_deserializer=iris_dot_controller__pb2.Controller.GetUserBudgetRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.GetUserBudgetResponse.SerializeToString,
+            ),
+            'ListUserBudgets': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUserBudgets,
+                    request_deserializer=iris_dot_controller__pb2.Controller.ListUserBudgetsRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.ListUserBudgetsResponse.SerializeToString,
+            ),
+            'GetSchedulerState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSchedulerState,
+                    request_deserializer=iris_dot_controller__pb2.Controller.GetSchedulerStateRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.GetSchedulerStateResponse.SerializeToString,
             ),
             'GetTaskLogs': grpc.unary_unary_rpc_method_handler(
                     servicer.GetTaskLogs,
@@ -494,6 +575,141 @@ class ControllerService:
             '/iris.cluster.ControllerService/GetAutoscalerStatus',
             iris_dot_controller__pb2.Controller.GetAutoscalerStatusRequest.SerializeToString,
             iris_dot_controller__pb2.Controller.GetAutoscalerStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListUsers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/ListUsers',
+            iris_dot_controller__pb2.Controller.ListUsersRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.ListUsersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetUserBudget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/SetUserBudget',
+            iris_dot_controller__pb2.Controller.SetUserBudgetRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.SetUserBudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUserBudget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/GetUserBudget',
+            iris_dot_controller__pb2.Controller.GetUserBudgetRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.GetUserBudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListUserBudgets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/ListUserBudgets',
+            iris_dot_controller__pb2.Controller.ListUserBudgetsRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.ListUserBudgetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSchedulerState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/GetSchedulerState',
+            iris_dot_controller__pb2.Controller.GetSchedulerStateRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.GetSchedulerStateResponse.FromString,
             options,
             channel_credentials,
             insecure,
