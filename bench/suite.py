@@ -53,6 +53,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("loadext.py", quick_args=("5",), limit=120),
     Bench("importtime.py", quick_args=("3",), limit=60),
     Bench("controller.py", ("--real-iris", "--ray"), ("--real-iris", "--ray", "--runs", "10"), limit=360),
+    Bench("jobtree.py", quick_args=("--jobs", "2000"), limit=120),
     Bench("client.py", quick_args=("50",), limit=120),
     Bench("iris_cli.py", quick_args=("--runs", "2"), limit=420),
     Bench("fit.py", quick_args=("20",), limit=120),

@@ -14,7 +14,12 @@ Rules:
   ``wait(timeout, raise_on_failure=True)`` raises ``JobFailed`` when the job ended other than
   succeeded and ``TimeoutError`` after ``timeout`` s; ``logs(max_lines)`` is the newest lines
   (all tasks, text only); ``terminate()``. It also keeps fray-jupyter's ``result()``,
-  ``results()``, ``outputs()`` and ``panel()``.
+  ``results()``, ``outputs()``, ``children()`` (the handles of the jobs its tasks submitted) and
+  ``panel()``.
+* Inside an Iris task (a coordinator), as with Marin's ``current_client()`` there: the client
+  reaches the task's own controller (``client.discovery``), and each job it submits is a child of
+  the task's job, with the inheritance Iris's client applies (``iris.parent``), so a
+  coordinator's steps are ``/<user>/<coordinator>/<step>``.
 * Where marin-fray is installed, the values are Marin's own: ``status()`` returns
   ``fray.types.JobStatus`` members, and ``JobFailed`` / ``JobAlreadyExists`` are also instances
   of ``fray.client``'s, so ``fray.client.wait_all`` and Marin's ``except`` clauses work.
@@ -135,7 +140,7 @@ class FrayJobHandle:
 
     @property
     def job_id(self) -> str:
-        """The Iris job id, ``/<user>/<name>``."""
+        """The Iris job id, ``/<user>/<name>`` (``/<user>/<parent>/<name>`` for a child job)."""
         return self.handle.job_id
 
     def status(self) -> Any:
@@ -157,8 +162,12 @@ class FrayJobHandle:
         return tuple(entry.data.rstrip("\n") for entry in page.entries)
 
     def terminate(self) -> None:
-        """Stop the job (it ends KILLED: Fray's stopped)."""
+        """Stop the job (it ends KILLED: Fray's stopped), and every job below it."""
         self.handle.cancel()
+
+    def children(self) -> list[FrayJobHandle]:
+        """Handles of the jobs the job's tasks submitted (``JobHandle.children``)."""
+        return [FrayJobHandle(child) for child in self.handle.children()]
 
     def result(self, timeout: float | None = None) -> Any:
         """``JobHandle.result``."""

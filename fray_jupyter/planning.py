@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Literal
 
 from google.protobuf import json_format, text_format
 
 from fray_jupyter.iris.constraints import Constraint
 from fray_jupyter.iris.coscheduling import TaskGroup, task_groups
+from fray_jupyter.iris.parent import ParentJob, parent_job
 from fray_jupyter.iris.placement import gang_error
 from fray_jupyter.iris.request import EnvVar, LaunchJobRequest, Translation, translate
 from fray_jupyter.resources.devices import CpuConfig, GpuConfig, TpuConfig, device_flops, tpu_family
@@ -40,8 +42,14 @@ class Plan:
 
     @property
     def job_id(self) -> str:
-        """The id Iris will know the job by: ``/<user>/<name>``."""
+        """The id Iris will know the job by: ``/<user>/<name>``, or ``<parent id>/<name>`` for a
+        child job (planned inside a task)."""
         return self.translation.job_id
+
+    @property
+    def parent(self) -> ParentJob | None:
+        """The job this one is a child of (None: a root job)."""
+        return self.translation.parent
 
     @property
     def user(self) -> str:
@@ -174,13 +182,18 @@ def plan(
     revision_date: str | None = None,
     bundle: bytes = b"",
     runtime_setup: str | None = None,
+    parent: ParentJob | Literal["task"] | None = "task",
 ) -> Plan:
     """The ``Plan`` for ``job`` (fray-jupyter's ``JobRequest`` or Marin's ``fray.types.JobRequest``)
     submitted by ``user`` (default: ``$IRIS_USER``, else the OS user), with ``bundle`` (a workspace
     zip, see ``iris.bundle``) as the request's ``bundle_blob`` and ``runtime_setup`` (Iris's
-    runtime-deps script, for a named cluster) after the job's setup scripts. Raises ``ValueError``
-    with a message for anything Fray or Iris would reject."""
+    runtime-deps script, for a named cluster) after the job's setup scripts. As with Iris's own
+    client, a job planned inside an Iris task is a child of the task's job (``parent="task"``: read
+    from this process's environment, ``iris.parent``); pass a ``ParentJob``, or None for a root job.
+    Raises ``ValueError`` with a message for anything Fray or Iris would reject."""
+    resolved = parent_job() if parent == "task" else parent
     translation = translate(coerce(job, JobRequest), user=user, existing_job_policy=existing_job_policy,
-                            revision_date=revision_date, bundle=bundle, runtime_setup=runtime_setup)
+                            revision_date=revision_date, bundle=bundle, runtime_setup=runtime_setup,
+                            parent=resolved)
     groups = task_groups(translation.job.resources, translation.replicas, translation.coscheduling)
     return Plan(translation, groups, translation.request.SerializeToString())

@@ -5,7 +5,7 @@ The identity comes from ``IRIS_TASK_ID`` (``/<user>/<job>[/<child>…]/<index>[:
 Iris's own ``iris.cluster.client.job_info.get_job_info()`` parses it (``TaskAttempt.from_wire`` then
 ``JobName.require_task``): the attempt is whatever follows the last ``:`` (0 when there is none), the
 task index is the last path component, the job is everything before it, the user is the first
-component; a value Iris cannot parse gives None, as it does. ``IRIS_NUM_TASKS`` is the task count
+component; a value Iris cannot parse gives None, as it does (``iris.states.parse_task_attempt``). ``IRIS_NUM_TASKS`` is the task count
 (default 1; a non-integer raises ``ValueError``, as in Iris). Nothing here imports Iris.
 
 Slices: a multislice TPU job (``with_tpu(..., slice_count=n)``, n > 1) gets ``IRIS_SLICE_COUNT`` and
@@ -20,15 +20,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fray_jupyter.iris.states import parse_task_attempt
+
 
 @dataclass(frozen=True)
 class TaskInfo:
     """This task's identity and place (see the module docstring)."""
 
     task_id: str
-    """``/<user>/<job>/<index>`` (without the attempt)."""
+    """``/<user>/<job>[/<child>…]/<index>`` (without the attempt)."""
     job_id: str
-    """``/<user>/<job>``: the task id without its index."""
+    """``/<user>/<job>[/<child>…]``: the task id without its index."""
     user: str
     task_index: int
     num_tasks: int
@@ -41,29 +43,6 @@ class TaskInfo:
     vms_per_slice: int
     output_dir: str | None
     """``IRIS_OUTPUT_DIR``: files written here are archived per attempt (None when unset)."""
-
-
-def _parse_task_id(raw: str) -> tuple[tuple[str, ...], int] | None:
-    """(path components, attempt) as ``TaskAttempt.from_wire`` + ``require_task`` accept them; None
-    where Iris raises ValueError."""
-    colon = raw.rfind(":")
-    attempt = 0
-    if colon >= 0:
-        try:
-            attempt = int(raw[colon + 1:])
-        except ValueError:
-            return None
-        raw = raw[:colon]
-    if not raw.startswith("/"):
-        return None
-    parts = tuple(raw[1:].split("/"))
-    if len(parts) < 3 or any(not part or not part.strip() for part in parts):
-        return None  # a task is /<user>/<job>/<index> at least; no empty components
-    try:
-        int(parts[-1])
-    except ValueError:
-        return None
-    return parts, attempt
 
 
 def _count(env: Mapping[str, str], name: str, default: int) -> int:
@@ -86,7 +65,7 @@ def task_info(environ: Mapping[str, str] | None = None) -> TaskInfo | None:
     raw = env.get("IRIS_TASK_ID")
     if not raw:
         return None
-    parsed = _parse_task_id(raw)
+    parsed = parse_task_attempt(raw)
     if parsed is None:
         return None
     parts, attempt = parsed

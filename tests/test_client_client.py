@@ -14,6 +14,7 @@ from google.protobuf.message import Message
 from fray_jupyter.client import client as client_module
 from fray_jupyter.client.client import FrayClient, backoff
 from fray_jupyter.client.errors import ControllerUnreachable, FrayError, JobNotFound, RpcFailed, error_for
+from fray_jupyter.client.logs import LogQuery, from_fetch_logs, log_line
 from fray_jupyter.client.transport import TRANSPORTS
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
@@ -200,3 +201,44 @@ def test_list_builds_the_query(client: FrayClient) -> None:
     assert query.sort_direction == Controller.SORT_DIRECTION_ASC
     with pytest.raises(ValueError, match="sort 'age' must be one of date, name, state"):
         client.list(sort="age")
+
+
+def test_list_asks_for_a_scope_and_fills_each_parent_only_where_the_controller_left_it(client: FrayClient) -> None:
+    """Iris's listing leaves ``parent_job_id`` empty: a CHILDREN row's is the parent asked for, an
+    ALL row's the id's own parent; ``has_children`` is always the controller's."""
+    rows = [job_pb2.JobStatus(job_id="/u/c/step", has_children=True), job_pb2.JobStatus(job_id="/u/c"),
+            job_pb2.JobStatus(job_id="/u/d/x", parent_job_id="/u/d")]
+    FakeTransport.script["ListJobs"] = [lambda request: Controller.ListJobsResponse(jobs=rows, total_count=3)]
+    every = client.list()
+    assert [(j.parent_job_id, j.has_children) for j in every.jobs] == [("/u/c", True), ("", False), ("/u/d", False)]
+    client.list(scope="children", parent="/u/c")
+    query = FakeTransport.calls[-1][1].query  # type: ignore[attr-defined]
+    assert (query.scope, query.parent_job_id) == (Controller.JOB_QUERY_SCOPE_CHILDREN, "/u/c")
+    client.list(scope="roots")
+    assert FakeTransport.calls[-1][1].query.scope == Controller.JOB_QUERY_SCOPE_ROOTS  # type: ignore[attr-defined]
+    for bad, said in (({"scope": "tree"}, "scope 'tree' must be one of all, roots, children"),
+                      ({"scope": "children"}, "scope 'children' needs parent=<job id>"),
+                      ({"parent": "/u/c"}, "parent='/u/c' is only for scope 'children'")):
+        with pytest.raises(ValueError, match=said):
+            client.list(**bad)  # type: ignore[arg-type]
+
+
+def test_children_pages_until_the_controller_says_no_more(client: FrayClient) -> None:
+    def page(request: Message) -> Controller.ListJobsResponse:
+        offset = request.query.offset  # type: ignore[attr-defined]
+        ids = [f"/u/c/s{i}" for i in range(offset, min(offset + 2, 5))]
+        return Controller.ListJobsResponse(jobs=[job_pb2.JobStatus(job_id=i) for i in ids], total_count=5,
+                                           has_more=offset + 2 < 5)
+    FakeTransport.script["ListJobs"] = [page]
+    assert [j.job_id for j in client.children("/u/c")] == [f"/u/c/s{i}" for i in range(5)]
+    assert [call[1].query.offset for call in FakeTransport.calls] == [0, 2, 4]  # type: ignore[attr-defined]
+
+
+def test_logs_of_a_tree_ask_for_the_children_and_keep_their_rows(client: FrayClient) -> None:
+    FakeTransport.script["GetTaskLogs"] = [Controller.GetTaskLogsResponse()]
+    client.logs("/u/c", include_children=True)
+    assert FakeTransport.calls[-1][1].include_children  # type: ignore[attr-defined]
+    payload = {"entries": [{"key": "/u/c/0:0", "data": "own"}, {"key": "/u/c/step/0:1", "data": "child"}]}
+    assert [e.data for e in from_fetch_logs("/u/c", payload, LogQuery()).entries] == ["own"]
+    tree = from_fetch_logs("/u/c", payload, LogQuery(include_children=True)).entries
+    assert [log_line(e, "/u/c") for e in tree] == ["[0] own", "[step/0:1] child"]

@@ -25,6 +25,7 @@ from fray_jupyter.client.discovery import (
     connect,
     resolve,
     start_controller,
+    task_controller,
 )
 from fray_jupyter.client.errors import ControllerStartFailed, ControllerUnreachable
 from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file, write_runtime_file
@@ -203,3 +204,22 @@ def test_connect_auto_starts_the_embedded_controller_once(dirs: tuple[Path, Path
     with connect() as second, connect(info.grpc_url) as over_grpc:
         assert second.list().total == over_grpc.list().total == 0
     assert read_runtime_file(runtime_file) == info  # reused, not restarted
+
+
+def test_inside_an_iris_task_the_task_s_own_controller_is_used(dirs: tuple[Path, Path],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A coordinator's children must reach the controller running it, whatever else is set; only
+    an explicit URL or cluster overrides that."""
+    monkeypatch.setenv(URL_ENV, "http://env:1")
+    monkeypatch.setenv("FRAY_CLUSTER", "somewhere")
+    monkeypatch.setenv("IRIS_CONTROLLER_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("IRIS_TASK_ID", "/alice/coord/0:0")
+    assert task_controller() == ("http://127.0.0.1:9", None)
+    monkeypatch.setenv("IRIS_TASK_TOKEN", "task-token")
+    with connect() as inside:
+        assert inside.url == "http://127.0.0.1:9" and inside.cluster_name is None
+    assert task_controller() == ("http://127.0.0.1:9", "task-token")
+    with connect("http://arg:2") as explicit:
+        assert explicit.url == "http://arg:2"
+    monkeypatch.setenv("IRIS_TASK_ID", "/alice/coord")  # not a task id: not inside a task
+    assert task_controller() is None

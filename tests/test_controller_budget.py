@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.budget import default_limit, parent_of
+from fray_jupyter.controller.budget import default_limit
 from fray_jupyter.controller.rpc import Code
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris.states import parent_job_id
 from fray_jupyter.resources import ResourceConfig
 from tests.controller_harness import launch_request
 from tests.test_controller_service import Core, refused, run
@@ -195,5 +196,5 @@ def test_a_bad_budget_limit_is_one_line_exit_2(flags: list[str], env: dict[str, 
 
 
 def test_a_child_job_has_a_parent() -> None:
-    assert parent_of("/alice/a/b") == "/alice/a"
-    assert parent_of("/alice/a") is None
+    assert parent_job_id("/alice/a/b") == "/alice/a"
+    assert parent_job_id("/alice/a") == ""

@@ -365,7 +365,7 @@ def test_a_failure_recording_an_attempts_end_fails_the_job_with_the_reason(tmp_p
         assert failures == [job_id]
         assert final.state == J.JOB_STATE_FAILED
         assert "controller error while recording the end of the task: OperationalError: disk I/O error" in final.error
-        assert not core.engine.running and core.engine.free_slots() == core.engine.slots
+        assert not core.engine.running and core.engine.slot_ledger().free == core.engine.slots
 
     run(tmp_path, body)
 

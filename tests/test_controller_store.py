@@ -28,7 +28,7 @@ def test_jobs_and_tasks_survive_reopening(tmp_path: Path) -> None:
     assert [task.state for task in reopened.tasks("/alice/a")] == [
         J.TASK_STATE_PENDING, J.TASK_STATE_RUNNING, J.TASK_STATE_PENDING]
     assert reopened.task_state_counts(["/alice/a"]) == {"/alice/a": {J.TASK_STATE_PENDING: 2, J.TASK_STATE_RUNNING: 1}}
-    reopened.delete_job("/alice/a")
+    reopened.delete_tree("/alice/a")
     assert reopened.job("/alice/a") is None and reopened.tasks("/alice/a") == []
 
 
@@ -156,13 +156,14 @@ def test_a_state_dir_from_before_schema_versions_opens_with_its_history(tmp_path
     path = tmp_path / "controller.sqlite3"
     _old_state_dir(path)
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION >= 2
+    assert store.schema_version() == SCHEMA_VERSION >= 3
     kept = store.job("/alice/kept")
     assert kept is not None and kept.id == 1 and kept.state == J.JOB_STATE_SUCCEEDED and kept.cleaned_ms is None
+    assert kept.parent_job_id == "" and store.descendants("/alice/kept") == []  # every old job is a root
     assert [row.data for row in store.read_logs("/alice/kept", idx=None, after_id=0, since_ms=0, substring="",
                                                 attempt=None, limit=10, newest=False)] == ["line of /alice/kept"]
     with store.transaction():  # replacing the newest job must not hand its row id to the replacement
-        store.delete_job("/alice/newest")
+        store.delete_tree("/alice/newest")
         replacement = store.insert_job(_job("/alice/newest", replicas=1))
     assert replacement.id == 3
     store.close()
@@ -174,14 +175,44 @@ def test_row_ids_are_never_reused(tmp_path: Path) -> None:
     with store.transaction():
         first = store.insert_job(_job("/alice/a")).id
     with store.transaction():
-        store.delete_job("/alice/a")
+        store.delete_tree("/alice/a")
         second = store.insert_job(_job("/alice/a")).id
     store.close()
     store = Store(tmp_path / "db.sqlite3")
     with store.transaction():
-        store.delete_job("/alice/a")
+        store.delete_tree("/alice/a")
         third = store.insert_job(_job("/alice/a")).id
     assert first < second < third
+
+
+def _child(job_id: str, parent: str) -> JobRow:
+    row = _job(job_id, replicas=1)
+    row.parent_job_id = parent
+    return row
+
+
+def test_a_tree_is_read_and_deleted_whole_and_reports_its_parents(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db.sqlite3")
+    seen: list[str] = []
+    with store.transaction():
+        for row in (_job("/alice/p"), _child("/alice/p/c", "/alice/p"), _child("/alice/p/c/g", "/alice/p/c"),
+                    _job("/alice/p-2"), _job("/alice/p0")):
+            store.insert_job(row)
+        store.on_change = seen.append
+        store.insert_job(_child("/alice/p/d", "/alice/p"))
+    assert seen == ["/alice/p/d", "/alice/p"]
+    assert [row.job_id for row in store.descendants("/alice/p")] == ["/alice/p/c", "/alice/p/c/g", "/alice/p/d"]
+    assert store.parents_among(["/alice/p", "/alice/p/c", "/alice/p/d", "/alice/p-2"]) == {"/alice/p", "/alice/p/c"}
+    store.append_logs([("/alice/p/c/g", 0, 0, 1, "stdout", "deep")])
+    seen.clear()
+    store.update_job("/alice/p/c", failure_count=1)
+    store.update_job("/alice/p/c", state=J.JOB_STATE_RUNNING)
+    assert seen == ["/alice/p/c", "/alice/p/c", "/alice/p"]  # only a state change reaches the parent
+    with store.transaction():
+        deleted, _ = store.delete_tree("/alice/p/c")
+    assert deleted == ["/alice/p/c", "/alice/p/c/g"] and store.last_log_id("/alice/p/c/g") == 0
+    assert sorted(row.job_id for row in store.query_jobs("1", [], "id", 10, 0)[0]) == [
+        "/alice/p", "/alice/p-2", "/alice/p/d", "/alice/p0"]
 
 
 def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.validation import MAX_BUNDLE_SIZE_BYTES, split_job_id, validate_launch
+from fray_jupyter.controller.validation import MAX_BUNDLE_SIZE_BYTES, job_id_user, validate_launch
 from fray_jupyter.iris.proto import controller_pb2, time_pb2
 from tests.controller_harness import launch_request
 
@@ -25,7 +25,7 @@ def _zip(name: str) -> bytes:
 def _mutations() -> dict[str, tuple[str, object]]:
     return {
         "name": ("name", "alice/no-leading-slash"),
-        "nested": ("name", "/alice/parent/child"),
+        "integer child": ("name", "/alice/parent/3"),
         "blank part": ("name", "/alice/   "),
         "dots": ("name", "/alice/.."),
         "replicas": ("replicas", 0),
@@ -60,7 +60,14 @@ def test_missing_command_negative_timeout_and_bad_file_names() -> None:
 
 def test_a_realistic_request_passes_and_names_split() -> None:
     validate_launch(launch_request("fine", "true", bundle_blob=_zip("pkg/ok.py")))
-    assert split_job_id("/alice/train-1") == ("alice", "train-1")
+    assert job_id_user("/alice/train-1") == "alice" and job_id_user("/alice/coord/step/eval") == "alice"
+
+
+@pytest.mark.parametrize("name", ["/alice/coord/0", "/alice/coord/-1", "/alice/coord/step/1_0"])
+def test_a_child_named_by_an_integer_is_refused_naming_the_task_it_would_be(name: str) -> None:
+    with pytest.raises(RpcError, match="a child job's name cannot be an integer") as refused:
+        job_id_user(name)
+    assert refused.value.code == Code.INVALID_ARGUMENT and name.rpartition("/")[0] in refused.value.message
 
 
 def test_long_error_messages_are_cut_but_say_so() -> None:

@@ -75,6 +75,18 @@ def test_gpu_gang_example_shows_both_gangs_and_submits_one() -> None:
     assert "task 1 of 2: asked for 8 x H100" in text and "gpu-gang succeeded" in text
 
 
+def test_coordinator_example_runs_a_tpu_and_an_eval_step_as_children() -> None:
+    notebook = _run("coordinator.ipynb")
+    text = "\n".join(_text(c) for c in notebook.cells if c.cell_type == "code")
+    user = re.search(r"steps: /([^/]+)/coordinator/train-step", text)
+    assert user, text
+    root = f"/{user.group(1)}/coordinator"
+    for step in ("train-step", "eval-step"):
+        assert f"{root}/{step}: succeeded, parent {root}" in text
+    assert f"[train-step/0] train step on {root}/train-step/0:0 (a v5p-8, emulated)" in text
+    assert "SUCCEEDED" in text
+
+
 # -- examples/real_iris.md names only commands and flags that exist ---------------------------------
 REAL_IRIS = (Path(__file__).parent.parent / "examples" / "real_iris.md").read_text()
 

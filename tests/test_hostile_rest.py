@@ -117,7 +117,7 @@ def test_hostile_requests_are_4xx_json_and_the_server_keeps_serving(raw: Callabl
     assert [entry["data"] for entry in logs.body["entries"]] == ["still-here"]
 
 
-@pytest.mark.parametrize("query", ["limit=", "offset=1000000000", "name=%00", "name=" + "%25" * 5000,
+@pytest.mark.parametrize("query", ["limit=", "offset=5000", "name=%00", "name=" + "%25" * 5000,
                                    "name=%E2%80%AE", "limit=500&limit=1",
                                    "sort=date%00"])  # Tornado drops control characters from arguments
 def test_odd_but_valid_list_queries_are_answered(raw: Callable[..., Reply], known_job: str, query: str) -> None:

@@ -104,7 +104,8 @@ LAUNCH_CASES: list[tuple[str, Callable[[C.LaunchJobRequest], None], str, str]] =
     ("name-no-slash", _set(name="alice-train"), "invalid_argument", "'alice-train'"),
     ("name-user-only", _set(name="/alice"), "invalid_argument", "'/alice'"),
     ("name-trailing-slash", _set(name="/alice/"), "invalid_argument", "'/alice/'"),
-    ("name-nested", _set(name="/alice/a/b"), "invalid_argument", "nested child jobs"),
+    ("name-orphan-child", _set(name="/alice/a/b"), "failed_precondition", "parent job /alice/a is absent"),
+    ("name-integer-child", _set(name="/alice/a/0"), "invalid_argument", "cannot be an integer"),
     ("name-double-slash", _set(name="//x"), "invalid_argument", "'//x'"),
     ("name-blank", _set(name="/alice/   "), "invalid_argument", "'/alice/   '"),
     ("name-dotdot", _set(name="/alice/.."), "invalid_argument", "'/alice/..'"),
@@ -194,6 +195,10 @@ READ_CASES: list[tuple[str, Any, str]] = [
     ("GetTaskLogs", C.GetTaskLogsRequest(id=f"{KNOWN}/0:-1"), "not_found"),
     ("GetTaskLogs", C.GetTaskLogsRequest(id=""), "not_found"),
     ("ListJobs", C.ListJobsRequest(query=C.JobQuery(scope=C.JOB_QUERY_SCOPE_CHILDREN)), "invalid_argument"),
+    ("ListJobs", C.ListJobsRequest(query=C.JobQuery(scope=C.JOB_QUERY_SCOPE_CHILDREN, parent_job_id="garbage")),
+     "invalid_argument"),
+    ("ListJobs", C.ListJobsRequest(query=C.JobQuery(offset=5001)), "invalid_argument"),  # Iris's MAX_LIST_JOBS_OFFSET
+    ("ListJobs", C.ListJobsRequest(query=C.JobQuery(offset=2**31 - 1)), "invalid_argument"),
 ]
 
 
@@ -208,7 +213,8 @@ def test_reads_of_unknown_ids_are_not_found(wire: Wire, method: str, message: An
 def test_odd_but_valid_reads_are_answered(wire: Wire) -> None:
     assert dict(wire.call("GetJobState", C.GetJobStateRequest(job_ids=["/alice/never", "", KNOWN])).states) == {
         KNOWN: J.JOB_STATE_SUCCEEDED}
-    for query in (C.JobQuery(limit=-5), C.JobQuery(offset=-5), C.JobQuery(offset=2**31 - 1),
+    for query in (C.JobQuery(limit=-5), C.JobQuery(offset=-5), C.JobQuery(offset=5000),
+                  C.JobQuery(scope=C.JOB_QUERY_SCOPE_CHILDREN, parent_job_id="/alice/never"),
                   C.JobQuery(sort_field=99, sort_direction=42), C.JobQuery(state_filter="bogus"),  # type: ignore[arg-type]
                   C.JobQuery(name_filter="%_\\'\"; DROP TABLE jobs;--")):
         wire.call("ListJobs", C.ListJobsRequest(query=query))

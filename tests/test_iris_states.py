@@ -11,10 +11,16 @@ from fray_jupyter.iris.states import (
     TASK_STATES,
     TERMINAL_JOB_STATES,
     TERMINAL_TASK_STATES,
+    child_job_id,
+    descendant_bounds,
+    is_task_index,
+    job_depth,
     job_state_from_name,
     job_state_name,
     job_user_and_name,
     log_key,
+    parent_job_id,
+    parse_task_attempt,
     split_key,
     task_id_for,
     task_index,
@@ -69,3 +75,31 @@ def test_ids_and_keys_compose_and_parse_back() -> None:
     assert split_key(log_key(task, 2)) == (task, 2)
     assert task_index("/alice/train/eval") is None and task_label("solo") == "solo"
     assert job_user_and_name("/alice/train/eval") == ("alice", "train/eval")
+
+
+def test_a_child_id_is_its_parents_plus_its_name_and_a_root_has_no_parent() -> None:
+    child = child_job_id(child_job_id("/alice/coord", "step"), "eval")
+    assert child == "/alice/coord/step/eval" and job_depth(child) == 3 and job_depth("/alice/coord") == 1
+    assert parent_job_id(child) == "/alice/coord/step" and parent_job_id("/alice/coord/step") == "/alice/coord"
+    assert parent_job_id("/alice/coord") == ""
+
+
+@pytest.mark.parametrize(("part", "index"), [("7", True), ("-1", True), (" 3 ", True), ("1_0", True),
+                                             ("step-1", False), ("", False), ("0x1", False), ("1.0", False)])
+def test_a_component_int_reads_is_a_task_index(part: str, index: bool) -> None:
+    assert is_task_index(part) is index
+
+
+def test_descendant_bounds_hold_exactly_the_descendants() -> None:
+    low, high = descendant_bounds("/a/p")
+    ids = ["/a/p", "/a/p/c", "/a/p/c/g", "/a/p-2", "/a/p.x", "/a/p0", "/a/pa", "/a/o/z", "/a/p/~"]
+    assert sorted(i for i in ids if low <= i < high) == ["/a/p/c", "/a/p/c/g", "/a/p/~"]
+
+
+@pytest.mark.parametrize(("raw", "parsed"), [
+    ("/alice/coord/step/3:1", (("alice", "coord", "step", "3"), 1)),
+    ("/alice/train/0", (("alice", "train", "0"), 0)),
+    ("/alice/train", None), ("alice/train/0", None), ("/alice//0", None), ("/alice/train/0:x", None),
+])
+def test_a_task_attempt_id_parses_as_iris_parses_it(raw: str, parsed: object) -> None:
+    assert parse_task_attempt(raw) == parsed

@@ -256,3 +256,90 @@ def test_commands_needing_what_it_lacks_get_one_clear_line(embedded: ControllerP
     assert answered.returncode != 0
     assert f"{rpc} is not served by the embedded fray-jupyter controller: " in answered.stdout.splitlines()[-1]
     assert embedded.process.poll() is None
+
+
+# -- coordinators: a task submitting child jobs through Marin's clients and ours ------------------------
+COORDINATOR = '''
+import os, sys
+from fray.client import wait_all
+from fray.current_client import current_client
+from fray.types import Entrypoint, JobRequest, ResourceConfig
+from iris.client.client import IrisClient
+from iris.cluster.types import Entrypoint as IrisEntrypoint, ResourceSpec
+import fray_jupyter
+
+small = ResourceConfig(cpu=1, ram="256m", disk="1g")
+python = lambda script: Entrypoint.from_binary("sh", ["-c", f'exec "$IRIS_PYTHON" "$IRIS_WORKDIR/{script}"'])
+steps = [current_client().submit(JobRequest(name="mid", entrypoint=python("mid.py"), resources=small))]
+iris = IrisClient.remote(os.environ["IRIS_CONTROLLER_URL"])
+via_iris = iris.submit(IrisEntrypoint.from_command("sh", "-c", "echo via-iris"), name="via-iris",
+                       resources=ResourceSpec(cpu=1, memory="256m", disk="1g"))
+ours = fray_jupyter.fray_client().submit(fray_jupyter.JobRequest(
+    name="via-fray-jupyter", entrypoint=fray_jupyter.Entrypoint.from_binary("sh", ["-c", 'cat "$IRIS_WORKDIR/mid.py"']),
+    resources=fray_jupyter.ResourceConfig(cpu=1, ram="256m", disk="1g")))
+value = fray_jupyter.submit(lambda x: x * 2, 21, name="via-submit").result(timeout=120)
+assert value == 42, value
+wait_all([*steps, ours])
+via_iris.wait()
+print("children:", steps[0].job_id, via_iris.job_id, ours.job_id, flush=True)
+'''
+MID = '''
+from fray.current_client import current_client
+from fray.types import Entrypoint, JobRequest, ResourceConfig
+leaf = current_client().submit(JobRequest(name="leaf", entrypoint=Entrypoint.from_binary("echo", ["leaf-ran"]),
+                                          resources=ResourceConfig(cpu=1, ram="256m", disk="1g")))
+leaf.wait()
+print("grandchild:", leaf.job_id, flush=True)
+'''
+
+
+def run_coordinator(url: str, name: str, workspace: Path) -> dict[str, int]:
+    """Submit the coordinator (its workspace holds both scripts) and wait for it; the final state of
+    every job of its tree, by id."""
+    from fray_jupyter.client.client import FrayClient
+    from fray_jupyter.iris.bundle import create_workspace_zip
+    from fray_jupyter.iris.proto import job_pb2
+    from fray_jupyter.planning import plan
+    from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
+
+    command = 'exec "$IRIS_PYTHON" "$IRIS_WORKDIR/coord.py"'  # a local Iris runs tasks outside their work dir
+    job = JobRequest(name=name, entrypoint=Entrypoint.from_binary("sh", ["-c", command]),
+                     resources=ResourceConfig(cpu=1, ram="512m", disk="1g"))
+    (workspace / "coord.py").write_text(COORDINATOR)
+    (workspace / "mid.py").write_text(MID)
+    bundle = create_workspace_zip(workspace).blob
+    with FrayClient(url) as client:
+        root = client.submit(plan(job, user=USER, bundle=bundle))
+        final = client.wait(root, timeout=240)
+        tree = [root]
+        for job_id in tree:
+            tree += [child.job_id for child in client.children(job_id)]
+        assert final.state == job_pb2.JOB_STATE_SUCCEEDED, (final.error, [e.data for e in client.logs(root).entries])
+        return {job_id: client.status(job_id).state for job_id in tree}
+
+
+def test_a_coordinator_submits_children_and_grandchildren_through_every_client(url: str, workspace: Path) -> None:
+    """Marin's ``current_client()`` (two levels deep), ``IrisClient`` and fray-jupyter's own clients
+    (``fray_client()``, ``submit(fn)``), each from inside a task: every job succeeds, with ids ``/<user>/<coordinator>/<child>[/<g>]``;
+    the children of Marin's in-task client run on the coordinator's workspace (its bundle)."""
+    from fray_jupyter.iris.proto import job_pb2
+
+    name = job_name("coord")
+    root = f"/{USER}/{name}"
+    states = run_coordinator(url, name, workspace)
+    assert states == dict.fromkeys([root, f"{root}/mid", f"{root}/via-iris", f"{root}/via-fray-jupyter",
+                                    f"{root}/via-submit", f"{root}/mid/leaf"], job_pb2.JOB_STATE_SUCCEEDED)
+
+
+def test_one_slot_runs_a_three_deep_tree_of_waiting_coordinators(tmp_path: Path) -> None:
+    """``--slots 1``: the coordinator and its step each block in ``wait`` on the job below them;
+    the lending rule (``controller.scheduler``) lets every level run."""
+    from fray_jupyter.iris.proto import job_pb2
+
+    controller = start_controller(tmp_path / "state", "--slots", "1")
+    (tmp_path / "cwd").mkdir()
+    try:
+        states = run_coordinator(controller.info.url, job_name("one-slot"), tmp_path / "cwd")
+    finally:
+        stop_quietly(controller)
+    assert set(states.values()) == {job_pb2.JOB_STATE_SUCCEEDED} and len(states) == 6, states

@@ -10,7 +10,7 @@ import typing
 from pathlib import Path
 from typing import Any, Final, get_args, get_origin, get_type_hints, is_typeddict
 
-from fray_jupyter.client.client import SORT_FIELDS
+from fray_jupyter.client.client import SCOPES, SORT_FIELDS
 from fray_jupyter.iris.states import (
     JOB_STATES,
     TASK_STATES,
@@ -74,6 +74,7 @@ def test_the_job_query_offers_the_server_s_choices() -> None:
     query = interfaces((SRC / "types.ts").read_text())["IJobQuery"]
     assert set(re.findall(r"'(\w+)'", query["sort?"])) == set(SORT_FIELDS)
     assert set(re.findall(r"'(\w+)'", query["order?"])) == {"asc", "desc"}
+    assert set(re.findall(r"'(\w+)'", query["scope?"])) == set(SCOPES) and query["parent?"] == "string"
 
 
 def test_the_sidebar_s_states_are_iris_s() -> None:

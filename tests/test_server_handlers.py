@@ -148,6 +148,33 @@ def test_jobs_filters_sorts_and_pages(api: Callable[..., Reply], shared: Control
     assert [first["jobs"][0]["job_id"], second["jobs"][0]["job_id"]] == [bad, ok]
 
 
+def test_jobs_list_roots_or_one_jobs_children_as_the_controller_says(api: Callable[..., Reply],
+                                                                     shared: ControllerProcess) -> None:
+    """The seams of the sidebar's tree: ``scope=roots`` leaves children out and marks parents,
+    ``scope=children&parent=`` lists one job's children (labelled by their own name), a child's
+    detail names its parent."""
+    tag = uuid.uuid4().hex[:6]
+    coord = submit(shared, "sleep 30", name=f"{tag}-coord", replicas=1, wait_for=RUNNING)
+    wire = shared.wire()
+    try:
+        request = launch_request("step", "true")
+        request.name = f"{coord}/step-1"
+        step = wire.launch(request)
+        wire.wait(step, FINISHED)
+    finally:
+        wire.close()
+    roots = {j["job_id"]: j for j in api("jobs", params={"scope": "roots", "name": tag}).body["jobs"]}
+    assert list(roots) == [coord] and roots[coord]["has_children"] and roots[coord]["parent_job_id"] == ""
+    children = api("jobs", params={"scope": "children", "parent": coord}).body
+    assert [(j["job_id"], j["name"], j["parent_job_id"], j["has_children"]) for j in children["jobs"]] == [
+        (step, "step-1", coord, False)]
+    assert (children["total"], children["has_more"]) == (1, False)
+    assert api(job_path(step)).body["job"]["parent_job_id"] == coord
+    every = {j["job_id"]: j["parent_job_id"] for j in api("jobs", params={"name": tag}).body["jobs"]}
+    assert every == {coord: "", step: coord}
+    api(job_path(coord, "cancel"), method="POST")
+
+
 def test_job_detail_has_its_tasks(api: Callable[..., Reply], shared: ControllerProcess) -> None:
     job_id = submit(shared, 'echo task "${IRIS_TASK_ID##*/}"', replicas=3, wait_for=FINISHED)
     reply = api(job_path(job_id))
@@ -234,7 +261,9 @@ def test_unknown_job_is_404_with_a_message(api: Callable[..., Reply], shared: Co
 
 @pytest.mark.parametrize(("path", "params"), [
     ("jobs", {"state": "bogus"}), ("jobs", {"sort": "size"}), ("jobs", {"order": "up"}), ("jobs", {"start": "yes"}),
-    ("jobs", {"limit": "-1"}), ("jobs", {"limit": "1000"}), ("jobs", {"offset": "x"}),
+    ("jobs", {"limit": "-1"}), ("jobs", {"limit": "1000"}), ("jobs", {"offset": "x"}), ("jobs", {"offset": "5001"}),
+    ("jobs", {"scope": "tree"}), ("jobs", {"scope": "children"}), ("jobs", {"parent": "/alice/x"}),
+    ("jobs", {"parent": "/alice/x", "scope": "roots"}),
     (job_path("/alice/x", "logs"), {"cursor": "-5"}), (job_path("/alice/x", "logs"), {"tail": "maybe"}),
     (job_path("/alice/x", "logs"), {"max_lines": "99999"}),
 ])

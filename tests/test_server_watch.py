@@ -161,6 +161,16 @@ def test_a_real_iris_is_polled_only_while_someone_watches(tmp_path_factory: pyte
                 pass
             latency = time.monotonic() - started
             assert event["source"] == "poll"
+            coordinator = JobRequest(name=f"{job.name}-coord", entrypoint=Entrypoint.from_binary("sleep", ["30"]),
+                                     resources=job.resources)
+            parent = await asyncio.to_thread(client.submit, plan(coordinator, user="fray-test"))
+            step = plan(job, user="fray-test").request
+            step.name = f"{parent}/step"
+            child = await asyncio.to_thread(client.submit, step)
+            while child not in (event := await asyncio.wait_for(queue.get(), 20)).get("jobIds", ()):
+                pass
+            assert parent in event["jobIds"]  # a new child is pushed with its parent
+            await asyncio.to_thread(client.terminate, parent)
             hub.unsubscribe(queue)
             assert not hub.watching
             return latency

@@ -326,7 +326,8 @@ class DifferencesDirective(GeneratedDirective):
                   ("ENV_ONLY_ON_EMBEDDED", "Variables a task sees only on the embedded controller"),
                   ("PLACEMENT_DEPENDENT_FOR_CPU_JOBS", "Variables compared for accelerator jobs only"),
                   ("LOCAL_RUNTIME_ONLY", "Artefacts of Iris's local process runtime, left out"),
-                  ("CASE_DIFFERENCES", "Corpus jobs that differ in some aspect"))
+                  ("CASE_DIFFERENCES", "Corpus jobs that differ in some aspect"),
+                  ("COORDINATOR_DIFFERENCES", "Coordinator trees and child-job calls that differ"))
         for name, title in tables:
             table: dict[Any, str] = getattr(module, name)
             rows = [(literal(str(key)), text(why)) for key, why in table.items()]

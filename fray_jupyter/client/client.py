@@ -48,11 +48,23 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
-from fray_jupyter.iris.states import is_job_finished, task_job
+from fray_jupyter.iris.states import (
+    MAX_LIST_JOBS_LIMIT,
+    MAX_LIST_JOBS_OFFSET,
+    is_job_finished,
+    parent_job_id,
+    task_job,
+)
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
 
+SCOPES: Final[dict[str, Controller.JobQueryScope]] = {
+    "all": Controller.JOB_QUERY_SCOPE_ALL,
+    "roots": Controller.JOB_QUERY_SCOPE_ROOTS,
+    "children": Controller.JOB_QUERY_SCOPE_CHILDREN,
+}
+"""``list``'s scopes, Iris's ``JobQueryScope``: every job, jobs without a parent, one job's children."""
 SORT_FIELDS: Final[dict[str, Controller.JobSortField]] = {
     "date": Controller.JOB_SORT_FIELD_DATE,
     "name": Controller.JOB_SORT_FIELD_NAME,
@@ -223,11 +235,12 @@ class FrayClient:
         return tuple(self._call("ListTasks", request, Controller.ListTasksResponse, job_id=job_id).tasks)
 
     def logs(self, job_id: str, *, cursor: int = 0, tail: bool = False, max_lines: int = 0,
-             substring: str = "") -> LogPage:
-        """Log rows of every task of the job after ``cursor`` (0: from the start; ``tail``: the
-        newest ``max_lines`` instead of the oldest; 0 lets the server cap), optionally only those
-        containing ``substring``. Pass the returned cursor back to get only newer rows."""
-        query = LogQuery(cursor, tail, max_lines, substring)
+             substring: str = "", include_children: bool = False) -> LogPage:
+        """Log rows of every task of the job (with ``include_children``, of every job below it too)
+        after ``cursor`` (0: from the start; ``tail``: the newest ``max_lines`` instead of the
+        oldest; 0 lets the server cap), optionally only those containing ``substring``. Pass the
+        returned cursor back to get only newer rows."""
+        query = LogQuery(cursor, tail, max_lines, substring, include_children)
         if not self._log_service:
             request = task_logs_request(job_id, query)
             try:
@@ -242,14 +255,16 @@ class FrayClient:
                                  idempotent=True, job_id=job_id)
         return from_fetch_logs(job_id, payload, query)
 
-    def follow(self, job_id: str, *, cursor: int = 0, timeout: float | None = None) -> Iterator[LogEntry]:
-        """Yield the job's log rows as they appear, from ``cursor`` on, until the job has finished
-        and its last rows are out. Raises ``TimeoutError`` after ``timeout`` seconds."""
+    def follow(self, job_id: str, *, cursor: int = 0, timeout: float | None = None,
+               include_children: bool = False) -> Iterator[LogEntry]:
+        """Yield the job's log rows (with ``include_children``, its whole tree's) as they appear,
+        from ``cursor`` on, until the job has finished and its last rows are out. Raises
+        ``TimeoutError`` after ``timeout`` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
         delays = backoff()
         finished = False
         while True:
-            page = self.logs(job_id, cursor=cursor)
+            page = self.logs(job_id, cursor=cursor, include_children=include_children)
             yield from page.entries
             cursor = page.cursor
             if finished and not page.entries:
@@ -288,17 +303,43 @@ class FrayClient:
         return self.status(job_id)
 
     def list(self, *, name_filter: str = "", state: str = "", sort: str = "date", descending: bool = True,
-             offset: int = 0, limit: int = 50) -> JobPage:
-        """Jobs whose name contains ``name_filter`` (case-insensitive) and whose state is ``state``
-        (e.g. ``"running"``), sorted by ``sort`` (one of ``SORT_FIELDS``), ``limit`` from ``offset``."""
+             offset: int = 0, limit: int = 50, scope: str = "all", parent: str = "") -> JobPage:
+        """Jobs in ``scope`` (one of ``SCOPES``: ``"children"`` needs ``parent``, the job whose
+        direct children to list) whose name contains ``name_filter`` (case-insensitive) and whose
+        state is ``state`` (e.g. ``"running"``), sorted by ``sort`` (one of ``SORT_FIELDS``),
+        ``limit`` from ``offset``. The controller answers the scope, ``has_children``, ``total`` and
+        ``has_more``; a row's ``parent_job_id`` is the controller's, and where it leaves it empty (an
+        Iris listing does) the ``parent`` asked for, or in scope "all" the id's own parent
+        (``iris.states.parent_job_id``; a root's is empty)."""
         if sort not in SORT_FIELDS:
             raise ValueError(f"sort {sort!r} must be one of {', '.join(SORT_FIELDS)}")
+        if scope not in SCOPES:
+            raise ValueError(f"scope {scope!r} must be one of {', '.join(SCOPES)}")
+        if (scope == "children") != bool(parent):
+            raise ValueError("scope 'children' needs parent=<job id>" if parent == "" else
+                             f"parent={parent!r} is only for scope 'children' (got scope {scope!r})")
         direction = Controller.SORT_DIRECTION_DESC if descending else Controller.SORT_DIRECTION_ASC
         query = Controller.JobQuery(
             name_filter=name_filter, state_filter=state.lower().removeprefix("job_state_"),
-            sort_field=SORT_FIELDS[sort], sort_direction=direction, offset=offset, limit=limit)
-        response = self._call("ListJobs", Controller.ListJobsRequest(query=query), Controller.ListJobsResponse)
+            sort_field=SORT_FIELDS[sort], sort_direction=direction, offset=offset, limit=limit,
+            scope=SCOPES[scope], parent_job_id=parent)
+        response = self._call("ListJobs", Controller.ListJobsRequest(query=query), Controller.ListJobsResponse,
+                              job_id=parent or None)
+        for job in response.jobs:
+            if not job.parent_job_id and scope != "roots":
+                job.parent_job_id = parent or parent_job_id(job.job_id)
         return JobPage(tuple(response.jobs), response.total_count, response.has_more)
+
+    def children(self, job_id: str) -> tuple[JobStatus, ...]:
+        """The job's direct children, oldest first: pages of 500 until the controller says there are
+        no more, or up to the deepest offset a controller answers (at most 5,500 children)."""
+        found: list[JobStatus] = []
+        while True:
+            page = self.list(scope="children", parent=job_id, sort="date", descending=False,
+                             offset=len(found), limit=MAX_LIST_JOBS_LIMIT)
+            found += page.jobs
+            if not page.has_more or not page.jobs or len(found) > MAX_LIST_JOBS_OFFSET:
+                return tuple(found)
 
     def autoscaler_status(self) -> Controller.GetAutoscalerStatusResponse:
         """The controller's scale groups and their slices (``GetAutoscalerStatus``)."""

@@ -1,10 +1,15 @@
 """Which controller a kernel talks to, and starting the embedded one when there is none.
 
-Rule, first match wins, for the URL: the ``url`` argument; ``$FRAY_CONTROLLER_URL``; the runtime
+Rule, first match wins, for the URL: the ``url`` argument; inside an Iris task (``IRIS_TASK_ID``
+parses and ``IRIS_CONTROLLER_URL`` is set), that task's controller, as Iris's in-task client
+uses it (a job the task submits is its child and must reach the controller running its parent),
+with ``$IRIS_TASK_TOKEN`` as token when the worker gave one; ``$FRAY_CONTROLLER_URL``; the runtime
 file of a live embedded controller; else (``start=True``) a newly started embedded controller. The
 token: the ``token`` argument; else, with a URL from the argument or the environment,
 ``$FRAY_CONTROLLER_TOKEN`` or the runtime file's token when that file describes the same URL;
-with a URL from the runtime file, that file's token.
+with a URL from the runtime file, that file's token. A named cluster (``cluster=``, or
+``$FRAY_CLUSTER`` / ``$MARIN_CLUSTER`` when no URL is given) comes before all but the task's
+controller.
 
 A started controller is ``python -m fray_jupyter.controller`` in its own session: it outlives the
 kernel, ignores the kernel's interrupts, logs to ``<state dir>/controller.log``, and stops by itself
@@ -42,6 +47,8 @@ if TYPE_CHECKING:
 
 URL_ENV: Final[str] = "FRAY_CONTROLLER_URL"
 TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
+TASK_CONTROLLER_ENV: Final[str] = "IRIS_CONTROLLER_URL"
+TASK_TOKEN_ENV: Final[str] = "IRIS_TASK_TOKEN"
 START_TIMEOUT: Final[float] = 10.0
 LOCK_FILE: Final[str] = "controller.lock"
 LOG_FILE: Final[str] = "controller.log"
@@ -60,10 +67,23 @@ def connect(url: str | None = None, token: str | None = None, *, cluster: str | 
     from fray_jupyter.client.client import FrayClient  # here: resolving needs no transport (see magics)
     from fray_jupyter.client.clusters import chosen_cluster, connect_cluster
 
+    if url is None and cluster is None and (task := task_controller()) is not None:
+        return FrayClient(task[0], token or task[1], timeout=timeout, retry_for=retry_for)
     if (name := chosen_cluster(cluster, url or os.environ.get(URL_ENV))) is not None:
         return connect_cluster(name, timeout=timeout, retry_for=retry_for)
     url, token = resolve(url, token, start=start)
     return FrayClient(url, token, timeout=timeout, retry_for=retry_for)
+
+
+def task_controller() -> tuple[str, str | None] | None:
+    """``(url, token)`` of the controller running this process's Iris task, or None outside a task
+    (see the module rule)."""
+    from fray_jupyter.iris.states import parse_task_attempt  # here: %load_ext resolves without protobuf
+
+    url = os.environ.get(TASK_CONTROLLER_ENV, "")
+    if not url or parse_task_attempt(os.environ.get("IRIS_TASK_ID", "")) is None:
+        return None
+    return url, os.environ.get(TASK_TOKEN_ENV) or None
 
 
 def resolve(url: str | None = None, token: str | None = None, *, start: bool = True) -> tuple[str, str | None]:

@@ -43,15 +43,22 @@ class JobHandle:
         """The job's tasks, by index."""
         return self.client.tasks(self.job_id)
 
-    def logs(self, *, tail: int = 0) -> list[str]:
-        """Log lines so far, each ``[<task>] <text>``; ``tail`` keeps only the newest ones."""
-        page = self.client.logs(self.job_id, tail=tail > 0, max_lines=tail)
-        return [log_line(entry) for entry in page.entries]
+    def children(self) -> list[JobHandle]:
+        """Handles of the job's direct child jobs (those its tasks submitted), oldest first, as
+        the controller lists them (``ListJobs`` scope CHILDREN)."""
+        return [JobHandle(child.job_id, self.client) for child in self.client.children(self.job_id)]
 
-    def follow(self, *, timeout: float | None = None) -> Iterator[str]:
-        """Log lines as they are written, until the job ends."""
-        for entry in self.client.follow(self.job_id, timeout=timeout):
-            yield log_line(entry)
+    def logs(self, *, tail: int = 0, include_children: bool = False) -> list[str]:
+        """Log lines so far, each ``[<task>] <text>`` (with ``include_children``, the whole tree's,
+        a child's as ``[<child>/<task>]``); ``tail`` keeps only the newest ones."""
+        page = self.client.logs(self.job_id, tail=tail > 0, max_lines=tail, include_children=include_children)
+        return [log_line(entry, self.job_id) for entry in page.entries]
+
+    def follow(self, *, timeout: float | None = None, include_children: bool = False) -> Iterator[str]:
+        """Log lines as they are written (with ``include_children``, the whole tree's), until the
+        job ends."""
+        for entry in self.client.follow(self.job_id, timeout=timeout, include_children=include_children):
+            yield log_line(entry, self.job_id)
 
     def wait(self, timeout: float | None = None) -> job_pb2.JobStatus:
         """Block until the job is terminal and return its final status (``TimeoutError`` after
@@ -85,5 +92,5 @@ class JobHandle:
         return [results.task_outputs(task) for task in self.tasks()]
 
     def cancel(self) -> None:
-        """Terminate the job; its unfinished tasks end KILLED."""
+        """Terminate the job: its unfinished tasks end KILLED, and so does every job below it."""
         self.client.terminate(self.job_id)

@@ -6,7 +6,9 @@ finelog ``LogService``, which it proxies at ``LOG_SERVICE_PATH`` and which speak
 page by the same cursor: the ``seq`` of the last row already seen, exclusive, and a response's
 cursor is the highest ``seq`` it saw (finelog answers 0 when it saw nothing, so the caller's cursor
 is kept then). Rows come back as ``iris.logging.LogEntry`` with ``key = "<task id>:<attempt>"`` and
-``attempt_id`` filled, and only for the job's own tasks (not its child jobs), in server order.
+``attempt_id`` filled, for the job's own tasks, or with ``include_children`` for those of every job
+below it too (both read the same keys: finelog's ``<job id>/`` prefix covers a job's descendants;
+``GetTaskLogs`` is asked to include them), in server order.
 A row is shown as ``[<task>] <text>``, with ``[<task>:<attempt>]`` for a retry's.
 """
 
@@ -34,32 +36,36 @@ class LogPage(NamedTuple):
 @dataclass(frozen=True)
 class LogQuery:
     """Which rows: after ``cursor``; the newest (``tail``) rather than the oldest; at most
-    ``max_lines`` (0: the server's cap); only those containing ``substring`` (empty: all)."""
+    ``max_lines`` (0: the server's cap); only those containing ``substring`` (empty: all); of the
+    job's own tasks, or (``include_children``) of every job below it too."""
 
     cursor: int = 0
     tail: bool = False
     max_lines: int = 0
     substring: str = ""
+    include_children: bool = False
 
 
-def log_prefix(entry: LogEntry) -> str:
-    """``[3]`` for a first attempt's row, ``[3:1]`` for a retry's."""
+def log_prefix(entry: LogEntry, job_id: str = "") -> str:
+    """``[3]`` for a first attempt's row, ``[3:1]`` for a retry's; a row of a job below ``job_id``
+    is named by its path from there: ``[step/0]``."""
     task_id, attempt = split_key(entry.key)
     attempt = attempt or entry.attempt_id
-    label = task_label(task_id)
+    below = job_id and task_job(task_id) != job_id and task_id.startswith(job_id + "/")
+    label = task_id[len(job_id) + 1:] if below else task_label(task_id)
     return f"[{label}:{attempt}]" if attempt else f"[{label}]"
 
 
-def log_line(entry: LogEntry) -> str:
-    """A log row as one line of text with its task prefix: ``[3] loss 0.12``."""
-    return f"{log_prefix(entry)} {entry.data}"
+def log_line(entry: LogEntry, job_id: str = "") -> str:
+    """A log row as one line of text with its task prefix (``log_prefix``): ``[3] loss 0.12``."""
+    return f"{log_prefix(entry, job_id)} {entry.data}"
 
 
 def task_logs_request(job_id: str, query: LogQuery) -> Controller.GetTaskLogsRequest:
     """The ``GetTaskLogs`` request for every attempt of every task of ``job_id``."""
     return Controller.GetTaskLogsRequest(id=job_id, cursor=query.cursor, tail=query.tail,
                                          max_total_lines=query.max_lines, substring=query.substring,
-                                         attempt_id=-1)
+                                         attempt_id=-1, include_children=query.include_children)
 
 
 def from_task_logs(response: Controller.GetTaskLogsResponse, query: LogQuery) -> LogPage:
@@ -81,12 +87,13 @@ def fetch_logs_body(job_id: str, query: LogQuery) -> dict[str, Any]:
 
 def from_fetch_logs(job_id: str, payload: dict[str, Any], query: LogQuery) -> LogPage:
     """``LogEntry`` rows of a finelog ``FetchLogsResponse`` (JSON) whose key names a task of
-    ``job_id`` itself; the two ``LogEntry`` messages share field names and numbers."""
+    ``job_id`` itself (with ``include_children``, any key under it); the two ``LogEntry`` messages
+    share field names and numbers."""
     entries = []
     for row in payload.get("entries", []):
         entry = json_format.ParseDict(row, LogEntry(), ignore_unknown_fields=True)
         task_id, attempt = split_key(entry.key)
-        if task_job(task_id) == job_id:
+        if query.include_children or task_job(task_id) == job_id:
             entry.attempt_id = attempt
             entries.append(entry)
     return LogPage(tuple(entries), max(query.cursor, int(payload.get("cursor", 0))))

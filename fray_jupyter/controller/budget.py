@@ -47,6 +47,7 @@ from fray_jupyter.iris.budget import (
     user_of,
 )
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris.states import parent_job_id
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -74,12 +75,6 @@ def default_limit(option: int | None, environ: Mapping[str, str] = os.environ) -
         raise ValueError(f"budget limit {value!r} (--budget-limit or ${LIMIT_ENV}) must be a whole number >= 0 "
                          "(0: unlimited)")
     return limit
-
-
-def parent_of(job_id: str) -> str | None:
-    """The parent of a child job id (``/alice/a/b`` → ``/alice/a``), None for a root job."""
-    head = job_id.rstrip("/").rpartition("/")[0]
-    return head if head.count("/") >= 2 else None
 
 
 class Budgets:
@@ -141,8 +136,8 @@ class Budgets:
         """Apply LaunchJob's band rules (see the module docstring); the request keeps the resolved band."""
         if (error := band_error(request.priority_band)) is not None:
             raise RpcError(Code.INVALID_ARGUMENT, error)
-        parent_id = parent_of(request.name)
-        parent = self.store.job(parent_id) if parent_id is not None else None
+        parent_id = parent_job_id(request.name)
+        parent = self.store.job(parent_id) if parent_id else None
         inherited = self.terms(parent.job_id, parent.id).band if parent is not None else None
         band = resolve_band(request.priority_band, inherited)
         user = user_of(request.name)

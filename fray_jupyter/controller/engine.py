@@ -5,7 +5,8 @@ needed: RPC handlers call ``submit`` / ``terminate`` / ``forget``; ``run`` sched
 tasks whenever something changes (a submit, an attempt's end) or a scheduling timeout falls
 due, and otherwise sleeps: an idle controller does no periodic work; each attempt is
 a coroutine (``runner.Attempt``) whose end feeds back into ``_attempt_ended``. State rules
-live in ``states``, placement in ``scheduler``, persistence in ``store``.
+live in ``states``, placement in ``scheduler``, persistence in ``store``, what a job's end does to
+the jobs below it in ``trees`` (child jobs: ``/<user>/<parent>/<child>…``).
 
 What happens to tasks when the controller stops: a graceful stop (SIGTERM/SIGINT) and a crash
 (``kill -9``, found by ``recover`` at the next start) both end every running attempt as
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from fray_jupyter.controller import scheduler, setup
+from fray_jupyter.controller import scheduler, setup, trees
 from fray_jupyter.controller.budget import Budgets
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.logbuffer import LogBuffer
@@ -125,14 +126,16 @@ class Engine:
             self._recompute(job.job_id)
 
     def terminate(self, job_id: str, reason: str) -> None:
-        """Kill every unfinished task of the job (state KILLED) and stop its processes."""
+        """Kill every unfinished task of the job (state KILLED), stop its processes, and end every
+        unfinished job below it (``trees``)."""
         with self.store.transaction():
             self._stop_tasks(job_id, J.TASK_STATE_KILLED, reason)
             self._recompute(job_id)
+            self._end_descendants(job_id, trees.PARENT_JOB_TERMINATED)
 
     def complete(self, job_id: str, reason: str) -> None:
         """Mark every unfinished task of the job SUCCEEDED (stopping its processes), then the
-        job itself: Iris's CompleteJob."""
+        job itself, which ends the jobs below it: Iris's CompleteJob."""
         with self.store.transaction():
             self._stop_tasks(job_id, J.TASK_STATE_SUCCEEDED, reason)
             job = self.store.job(job_id)
@@ -143,6 +146,7 @@ class Engine:
             started = {} if job.started_ms is not None else {"started_ms": ts}
             self.store.update_job(job_id, state=J.JOB_STATE_SUCCEEDED, finished_ms=ts, error="", exit_code=0,
                                   **started)
+            self._end_descendants(job_id, trees.PARENT_JOB_TERMINATED)
 
     def forget(self, job_id: str) -> None:
         """Drop a job whose rows the caller has just deleted (``Store.delete_job``, same event
@@ -173,11 +177,13 @@ class Engine:
         if queued is None or queued.hold:
             return ""
         holding = len(self._live(job_id))
-        return scheduler.pending_reason(queued, self.free_slots(), self.slots, len(self.queue), holding)
+        free = self.slot_ledger().available(job_id)
+        return scheduler.pending_reason(queued, free, self.slots, len(self.queue), holding)
 
-    def free_slots(self) -> int:
-        """Slots not held by any task."""
-        return self.slots - len(self.running)
+    def slot_ledger(self) -> scheduler.SlotLedger:
+        """The slots as the lending rule shares them now (``scheduler.SlotLedger.of``)."""
+        running = [(running.job.job_id, not running.forgotten) for running in self.running.values()]
+        return scheduler.SlotLedger.of(self.slots, running, self.queue)
 
     async def run(self) -> None:
         """Schedule whenever woken or when the next scheduling deadline falls due (never on a
@@ -252,12 +258,13 @@ class Engine:
         """Expire scheduling deadlines, then start what fits (``scheduler.place``), taking jobs in Iris's
         order: effective priority band highest first, users in turns inside a band (``budget``)."""
         self._expire_deadlines()
-        if not self.queue or self.free_slots() <= 0:
+        slots = self.slot_ledger() if self.queue else None
+        if slots is None or slots.exhausted:
             return
         holding = Counter(running.job.job_id for running in self.running.values() if not running.forgotten)
         waiting = list(self.queue.values())
         order, bands = self.budgets.scheduling_order([(job.job_id, job.order) for job in waiting])
-        starts = scheduler.place([waiting[index] for index in order], self.free_slots(), holding)
+        starts = scheduler.place([waiting[index] for index in order], slots, holding)
         if not starts:
             return
         with self.store.transaction():
@@ -442,6 +449,8 @@ class Engine:
             self.store.update_task(job.job_id, task.idx, state=J.TASK_STATE_FAILED, failure_count=failures,
                                    exit_code=outcome.exit_code, error=outcome.error, finished_ms=now_ms())
         requeue = [task.idx] if retry else []
+        if retry and trees.terminates_children(self._preemption_policy(job), job.replicas):
+            self._end_descendants(job.job_id, trees.PARENT_TASK_RETRIED)
         if job.coscheduled:
             sibling_id = f"{job.job_id}/{task.idx}"
             for sibling in self.store.tasks(job.job_id):
@@ -476,8 +485,24 @@ class Engine:
             changes.update(self._final_summary(job, state))
             self.store.update_job(job_id, **changes)
             self._stop_tasks(job_id, J.TASK_STATE_KILLED, f"job ended ({J.JobState.Name(state)})")
+            if trees.ends_descendants(state, self._preemption_policy(job), job.replicas):
+                self._end_descendants(job_id, trees.PARENT_JOB_TERMINATED)
             return
         self.store.update_job(job_id, **changes)
+
+    @staticmethod
+    def _preemption_policy(job: JobRow) -> int:
+        """The ``preemption_policy`` the job was launched with (``trees`` reads it)."""
+        return controller_pb2.Controller.LaunchJobRequest.FromString(job.request).preemption_policy
+
+    def _end_descendants(self, job_id: str, reason: str) -> None:
+        """End every unfinished job below ``job_id``: its unfinished tasks KILLED with ``reason``,
+        then the job (KILLED, with that reason as its error)."""
+        for below in self.store.descendants(job_id):
+            current = self.store.job(below.job_id)
+            if current is not None and current.state not in TERMINAL_JOB_STATES:
+                self._stop_tasks(below.job_id, J.TASK_STATE_KILLED, reason)
+                self._recompute(below.job_id)
 
     def _final_summary(self, job: JobRow, state: int) -> dict[str, object]:
         """Finish time, exit code and error of a job reaching terminal ``state``."""

@@ -5,12 +5,13 @@ A real Iris controller keeps task output in finelog and proxies its log service 
 ``IrisClient`` read every log from there. The embedded controller answers the same request
 from its ``logs`` table, with the semantics those clients rely on:
 
-* Keys: a task attempt's lines are stored under ``/<user>/<job>/<task index>:<attempt>``
-  (``LogEntry.key``, filled except for an EXACT read, as finelog does; ``attempt_id`` is the
-  suffix). ``source`` selects keys by ``match_scope``: EXACT (the key itself: one attempt),
-  PREFIX (keys starting with it, literally: ``/<user>/<job>/`` for a job,
-  ``/<user>/<job>/<index>:`` for every attempt of a task), REGEX and UNSPECIFIED (a regular
-  expression matched at the start of the key). No other keys exist here.
+* Keys: a task attempt's lines are stored under ``<job id>/<task index>:<attempt>``, the job id
+  being ``/<user>/<job>`` or a child's ``/<user>/<job>/<child>…`` (``LogEntry.key``, filled
+  except for an EXACT read, as finelog does; ``attempt_id`` is the suffix). ``source`` selects
+  keys by ``match_scope``: EXACT (the key itself: one attempt), PREFIX (keys starting with it,
+  literally: ``/<user>/<job>/`` is the job's tasks and every job below it, as ``iris job logs``
+  reads a job; ``/<user>/<job>/<index>:`` every attempt of a task), REGEX and UNSPECIFIED (a
+  regular expression matched at the start of the key). No other keys exist here.
 * ``seq`` is the store's row id (one counter for all keys, increasing in capture order).
   ``cursor`` and ``until_cursor`` are exclusive bounds on it (0: unbounded); the response's
   ``cursor`` is the highest ``seq`` returned, or the request's ``cursor`` when nothing is
@@ -39,7 +40,7 @@ F = finelog_logging_pb2
 DEFAULT_MAX_LINES: Final[int] = 1000
 MAX_LINES: Final[int] = 100_000
 _KEY_SQL: Final[str] = "(job_id || '/' || idx || ':' || attempt)"
-_EXACT_KEY: Final[re.Pattern[str]] = re.compile(r"(/[^/]+/[^/]+)/(0|[1-9][0-9]*):(0|[1-9][0-9]*)")
+_EXACT_KEY: Final[re.Pattern[str]] = re.compile(r"(/[^/]+(?:/[^/]+)+)/(0|[1-9][0-9]*):(0|[1-9][0-9]*)")
 _LEVELS: Final[dict[str, F.LogLevel]] = {
     "DEBUG": F.LOG_LEVEL_DEBUG, "INFO": F.LOG_LEVEL_INFO, "WARNING": F.LOG_LEVEL_WARNING,
     "ERROR": F.LOG_LEVEL_ERROR, "CRITICAL": F.LOG_LEVEL_CRITICAL,
@@ -66,6 +67,33 @@ def _compile(pattern: str, what: str) -> re.Pattern[str]:
         return re.compile(pattern)
     except (re.error, RecursionError) as error:
         raise RpcError(Code.INVALID_ARGUMENT, f"bad {what} regular expression {pattern!r}: {error}") from None
+
+
+def _after(text: str) -> str:
+    """The first string above every string that starts with ``text`` (non-empty)."""
+    code = ord(text[-1]) + 1
+    return text[:-1] + chr(0xE000 if 0xD800 <= code < 0xE000 else code)
+
+
+def _prefix_conditions(source: str) -> tuple[list[str], list[Any]]:
+    """Conditions on a log row's job id (and task) for the keys ``<job id>/<index>:<attempt>`` that
+    start with ``source``: every row of a job whose ``<job id>/`` starts with it (an index range on
+    job ids, descendants included), and the rows of the one job ``source`` reaches into (its tasks
+    and attempts starting with what follows the job id's ``/``)."""
+    if not source:
+        return [], []
+    params: list[Any]
+    if source[-1] == "/":
+        clauses, params = ["job_id = ?", "(job_id >= ? AND job_id < ?)"], [source[:-1], source, source[:-1] + "0"]
+    elif ord(source[-1]) < 0x10FFFF:
+        clauses, params = ["(job_id >= ? AND job_id < ?)"], [source, _after(source)]
+    else:
+        clauses, params = ["substr(job_id, 1, ?) = ?"], [len(source), source]
+    head, _, rest = source.rpartition("/")
+    if head and rest:
+        clauses.append("(job_id = ? AND (idx || ':' || attempt) LIKE ? ESCAPE '\\')")
+        params += [head, _like_prefix(rest)]
+    return ["(" + " OR ".join(clauses) + ")"], params
 
 
 class LogService:
@@ -115,18 +143,7 @@ class LogService:
                 return None, []
             return ["job_id = ?", "idx = ?", "attempt = ?"], [match[1], int(match[2]), int(match[3])]
         if scope == F.MATCH_SCOPE_PREFIX:
-            parts = source.split("/")
-            if len(parts) >= 4 and parts[0] == "":  # "/<user>/<job>/<rest>": one job, part of its keys
-                job_id, rest = "/".join(parts[:3]), "/".join(parts[3:])
-                conditions, params = ["job_id = ?"], [job_id]
-                if rest:
-                    conditions.append("(idx || ':' || attempt) LIKE ? ESCAPE '\\'")
-                    params.append(_like_prefix(rest))
-                return conditions, params
-            jobs = self.store.job_ids_where("(job_id || '/') LIKE ? ESCAPE '\\'", [_like_prefix(source)])
-            if not jobs:
-                return None, []
-            return [f"job_id IN ({', '.join('?' * len(jobs))})"], list(jobs)
+            return _prefix_conditions(source)
         return [f"{self._matcher('fray_key_matches', _compile(source, 'key'), anchored=True)}({_KEY_SQL})"], []
 
     def _matcher(self, name: str, pattern: re.Pattern[str], *, anchored: bool) -> str:

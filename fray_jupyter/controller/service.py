@@ -10,12 +10,27 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
 * LaunchJob and ``existing_job_policy`` when the name is taken: ERROR → ALREADY_EXISTS;
   KEEP → the existing job if it is unfinished, else it is replaced; RECREATE → the existing
   job is killed (if unfinished) and replaced; UNSPECIFIED → a finished job is replaced, an
-  unfinished one is ALREADY_EXISTS. Replacing deletes the old job's rows and logs and inserts
-  the new job in one transaction (a crash leaves either the old job or the new one, whole); the
-  old job's processes still stopping are then the engine's to finish (``Engine.forget``), and
-  the replacement gets a new row id, so nothing of the old run reaches it.
-* ListJobs: ``limit`` 0 or above 500 means 500 (as the real controller); default sort is by
-  submission date, newest first; ``state_filter`` that names no state gives an empty page.
+  unfinished one is ALREADY_EXISTS. Replacing deletes the old job's rows and logs, and those of
+  every job below it (its whole tree, as Iris's delete cascades), and inserts the new job in one
+  transaction (a crash leaves either the old tree or the new job, whole); the old tree's
+  processes still stopping are then the engine's to finish (``Engine.forget``), and the
+  replacement gets a new row id, so nothing of the old run reaches it.
+* A request may name a bundle by ``bundle_id`` alone (no ``bundle_blob``), as a task's child does
+  with its parent's: it must be one this controller holds (the sha256 of a zip it was sent), else
+  INVALID_ARGUMENT.
+* Child jobs (``/<user>/<parent>/<child>…``, as a task submits them): the parent must exist
+  and be unfinished, else FAILED_PRECONDITION with Iris's words ("parent job … is absent from the
+  database", "… has terminated (state=…)"), checked before the cluster profile and the existing
+  name, as Iris orders its checks. A child's name cannot be an integer (``validation``).
+* ListJobs: ``limit`` 0 or above 500 means 500 (as the real controller), ``offset`` above 5000 is
+  INVALID_ARGUMENT (Iris's ``MAX_LIST_JOBS_OFFSET``); default sort is by submission date, newest
+  first; ``state_filter`` that names no state gives an empty page. ``scope``: ALL (every job),
+  ROOTS (jobs without a parent), CHILDREN (the direct children of ``parent_job_id``; required:
+  INVALID_ARGUMENT without it, or when it is no job id). Each row has ``has_children``; as in
+  Iris 0.2.227 a listed row leaves ``parent_job_id`` empty, GetJobStatus fills it.
+* TerminateJob kills the job's unfinished tasks and every unfinished job below it, finished or
+  not (Iris's ``cancel_job`` walks the whole subtree); the job itself ends "Terminated by user",
+  the ones below "Parent job terminated".
 * CompleteJob: every unfinished task becomes SUCCEEDED (its processes are stopped), then the
   job; a finished job is left as it is.
 * LaunchJob and bands: a ``priority_band`` that is no band is INVALID_ARGUMENT, INHERIT is stored
@@ -23,8 +38,9 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
 * ListUsers, SetUserBudget, GetUserBudget, ListUserBudgets, GetSchedulerState: from the controller's
   own records, by Iris's rules (``users``, ``budget``).
 * FetchLogs (finelog's log service, as a real controller proxies it): see ``logservice``.
-* GetTaskLogs: ``id`` is a job id (all tasks) or a task id (``/<user>/<job>/<index>``,
-  optionally ``:<attempt>``). Lines come back grouped per task, in capture order. The
+* GetTaskLogs: ``id`` is a job id (all tasks; with ``include_children`` those of every job below
+  it too) or a task id (``/<user>/<job>/<index>``, optionally ``:<attempt>``). Lines come back
+  grouped per task, in capture order. The
   response ``cursor`` is the resume point: passing it back returns only lines captured
   after the ones already seen. ``tail`` returns the newest ``max_total_lines`` (0 → 10,000);
   ``truncated`` says the cap cut lines off (without ``tail`` the cursor then points just
@@ -34,6 +50,7 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -48,14 +65,17 @@ from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES,
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
 from fray_jupyter.iris.states import (
     JOB_STATE_SORT_ORDER,
+    MAX_LIST_JOBS_LIMIT,
+    MAX_LIST_JOBS_OFFSET,
     TERMINAL_JOB_STATES,
     job_state_from_name,
+    parent_job_id,
     task_id_for,
 )
 
 C = controller_pb2.Controller
 J = job_pb2
-MAX_LIST_JOBS_LIMIT: Final[int] = 500
+_DIGEST: Final[re.Pattern[str]] = re.compile(r"[0-9a-f]{64}")
 DEFAULT_LOG_LINES: Final[int] = 10_000
 MAX_LOG_LINES: Final[int] = 100_000
 _STATE_ORDER_SQL: Final[str] = (
@@ -85,12 +105,15 @@ class ControllerService:
 
     # -- jobs -----------------------------------------------------------------------------------
     def launch_job(self, request: C.LaunchJobRequest) -> C.LaunchJobResponse:
-        """Admit, store and queue a job (see the module rules for an existing name)."""
+        """Admit, store and queue a job (see the module rules for a child and an existing name)."""
         validation.validate_launch(request)
         self.engine.budgets.admit(request)
+        job_id = request.name
+        parent = parent_job_id(job_id)
+        if parent:
+            self._check_parent(parent)
         if self.cluster is not None:
             self.cluster.check_launch(request)
-        job_id = request.name
         existing = self.store.job(job_id)
         if existing is not None and self._keep_existing(existing, request.existing_job_policy):
             return C.LaunchJobResponse(job_id=job_id)
@@ -102,25 +125,36 @@ class ControllerService:
             digest = hashlib.sha256(request.bundle_blob).hexdigest()
             stored.bundle_id = stored.bundle_id or digest
             bundle_path = str(self._save_bundle(digest, request.bundle_blob))
-        user, _ = validation.split_job_id(job_id)
+        elif request.bundle_id:
+            bundle_path = str(self._held_bundle(request.bundle_id))
         job = JobRow(
-            id=0, job_id=job_id, name=job_id.lower(), user=user, state=J.JOB_STATE_PENDING,
+            id=0, job_id=job_id, name=job_id.lower(), user=validation.job_id_user(job_id), state=J.JOB_STATE_PENDING,
             submitted_ms=now_ms(), started_ms=None, finished_ms=None, error="", exit_code=None,
             status_message=views.emulation_note(request.resources), replicas=request.replicas,
             coscheduled=int(request.HasField("coscheduling")), max_retries_failure=request.max_retries_failure,
             max_task_failures=request.max_task_failures, timeout_ms=request.timeout.milliseconds or None,
             scheduling_timeout_ms=request.scheduling_timeout.milliseconds or None, failure_count=0,
             preemption_count=0, request=stored.SerializeToString(),
-            resources=request.resources.SerializeToString(), bundle_path=bundle_path,
+            resources=request.resources.SerializeToString(), bundle_path=bundle_path, parent_job_id=parent,
         )
+        replaced: list[str] = []
         with self.store.transaction():
             if existing is not None:
-                self.store.delete_job(job_id)
+                replaced, _ = self.store.delete_tree(job_id)
             self.store.insert_job(job)
-        if existing is not None:
-            self.engine.forget(job_id)
+        for old in replaced:
+            self.engine.forget(old)
         self.engine.submit(job)
         return C.LaunchJobResponse(job_id=job_id)
+
+    def _check_parent(self, parent: str) -> None:
+        """A child may only be launched under an unfinished parent (Iris's words when not)."""
+        row = self.store.job(parent)
+        if row is None:
+            raise RpcError(Code.FAILED_PRECONDITION, f"Cannot submit job: parent job {parent} is absent from the database")
+        if row.state in TERMINAL_JOB_STATES:
+            raise RpcError(Code.FAILED_PRECONDITION, f"Cannot submit job: parent job {parent} has terminated "
+                                                     f"(state={J.JobState.Name(row.state)})")
 
     def _keep_existing(self, existing: JobRow, policy: int) -> bool:
         """Apply ``existing_job_policy`` to a taken name: True to answer with the existing job,
@@ -137,6 +171,16 @@ class ControllerService:
             raise RpcError(Code.ALREADY_EXISTS, f"Job {existing.job_id} already exists and is still running")
         return False
 
+    def _held_bundle(self, bundle_id: str) -> Path:
+        """The bundle a request names by id alone, as a task's child does (Iris's in-task client
+        sends the task's ``IRIS_BUNDLE_ID``); INVALID_ARGUMENT when this controller holds none by
+        that id."""
+        path = self.bundle_dir / f"{bundle_id}.zip"
+        if not _DIGEST.fullmatch(bundle_id) or not path.is_file():
+            raise RpcError(Code.INVALID_ARGUMENT, f"bundle_id {bundle_id[:80]!r} names no bundle this controller "
+                                                  "holds; send the workspace as bundle_blob")
+        return path
+
     def _save_bundle(self, digest: str, blob: bytes) -> Path:
         path = self.bundle_dir / f"{digest}.zip"
         if not path.exists():
@@ -152,9 +196,10 @@ class ControllerService:
         counts = self.store.task_state_counts([job.job_id])[job.job_id]
         launched = C.LaunchJobRequest.FromString(job.request)
         launched.entrypoint.ClearField("workdir_files")
-        return C.GetJobStatusResponse(
-            job=views.job_status(job, counts, self.engine.pending_reason(job.job_id)), request=launched
-        )
+        status = views.job_status(job, counts, self.engine.pending_reason(job.job_id),
+                                  has_children=bool(self.store.parents_among([job.job_id])),
+                                  parent_job_id=job.parent_job_id)
+        return C.GetJobStatusResponse(job=status, request=launched)
 
     def get_job_state(self, request: C.GetJobStateRequest) -> C.GetJobStateResponse:
         """States of the known ids among ``job_ids`` (unknown ids are left out)."""
@@ -162,10 +207,10 @@ class ControllerService:
         return C.GetJobStateResponse(states=states)
 
     def terminate_job(self, request: C.TerminateJobRequest) -> J.Empty:
-        """Kill every unfinished task of the job; a finished job is left as it is."""
+        """Kill the job's unfinished tasks and every unfinished job below it (module rules); a
+        finished job with nothing unfinished below it is left as it is."""
         job = self._job(request.job_id)
-        if job.state not in TERMINAL_JOB_STATES:
-            self.engine.terminate(job.job_id, "Terminated by user")
+        self.engine.terminate(job.job_id, "Terminated by user")
         return J.Empty()
 
     def complete_job(self, request: C.CompleteJobRequest) -> J.Empty:
@@ -176,22 +221,21 @@ class ControllerService:
         return J.Empty()
 
     def list_jobs(self, request: C.ListJobsRequest) -> C.ListJobsResponse:
-        """One page of jobs matching ``request.query``."""
+        """One page of jobs matching ``request.query`` (see the module rules)."""
         query = request.query
-        if query.scope == C.JOB_QUERY_SCOPE_CHILDREN and not query.parent_job_id:
-            raise RpcError(Code.INVALID_ARGUMENT, "query.parent_job_id is required for JOB_QUERY_SCOPE_CHILDREN")
         limit = query.limit if 0 < query.limit <= MAX_LIST_JOBS_LIMIT else MAX_LIST_JOBS_LIMIT
         offset = max(query.offset, 0)
-        conditions: list[str] = []
-        params: list[Any] = []
+        if offset > MAX_LIST_JOBS_OFFSET:
+            raise RpcError(Code.INVALID_ARGUMENT,
+                           f"query.offset={offset} exceeds MAX_LIST_JOBS_OFFSET={MAX_LIST_JOBS_OFFSET}; narrow the "
+                           "result set with state_filter/name_filter/parent_job_id instead of paging deeper.")
+        conditions, params = self._scope(query)
         if query.state_filter:
             state = job_state_from_name(query.state_filter)
             if state is None:
                 return C.ListJobsResponse()
             conditions.append("state = ?")
             params.append(state)
-        if query.scope == C.JOB_QUERY_SCOPE_CHILDREN:
-            conditions.append("0")  # the embedded controller runs root jobs only
         for column, text, prefix in (("name", query.name_filter.lower(), False),
                                      ("job_id", query.job_id_prefix, True)):
             if text:
@@ -203,9 +247,27 @@ class ControllerService:
         word = "DESC" if direction == C.SORT_DIRECTION_DESC else "ASC"
         order = f"{_SORT_COLUMNS.get(field, 'submitted_ms')} {word}, id {word}"
         rows, total = self.store.query_jobs(" AND ".join(conditions) or "1", params, order, limit, offset)
-        counts = self.store.task_state_counts([row.job_id for row in rows])
-        jobs = [views.job_status(row, counts[row.job_id], self.engine.pending_reason(row.job_id)) for row in rows]
+        ids = [row.job_id for row in rows]
+        counts, parents = self.store.task_state_counts(ids), self.store.parents_among(ids)
+        jobs = [views.job_status(row, counts[row.job_id], self.engine.pending_reason(row.job_id),
+                                 has_children=row.job_id in parents) for row in rows]
         return C.ListJobsResponse(jobs=jobs, total_count=total, has_more=offset + limit < total)
+
+    @staticmethod
+    def _scope(query: C.JobQuery) -> tuple[list[str], list[Any]]:
+        """The SQL condition of the query's scope (every job, roots only, or one job's children)."""
+        if query.scope == C.JOB_QUERY_SCOPE_ROOTS:
+            return ["parent_job_id = ''"], []
+        if query.scope != C.JOB_QUERY_SCOPE_CHILDREN:
+            return [], []
+        if not query.parent_job_id:
+            raise RpcError(Code.INVALID_ARGUMENT, "query.parent_job_id is required for JOB_QUERY_SCOPE_CHILDREN")
+        try:
+            validation.job_id_user(query.parent_job_id)
+        except RpcError:
+            raise RpcError(Code.INVALID_ARGUMENT, f"query.parent_job_id {query.parent_job_id!r} is not a job id "
+                                                  "('/<user>/<name>[/<child>…]')") from None
+        return ["parent_job_id = ?"], [query.parent_job_id]
 
     # -- tasks ----------------------------------------------------------------------------------
     def list_tasks(self, request: C.ListTasksRequest) -> C.ListTasksResponse:
@@ -242,24 +304,27 @@ class ControllerService:
         return root_cause_highlights(task.state, [row.data for row in tail])
 
     def get_task_logs(self, request: C.GetTaskLogsRequest) -> C.GetTaskLogsResponse:
-        """Captured lines of a job or task (see the module rules for cursor and tail)."""
+        """Captured lines of a job (with ``include_children``, of its whole tree) or task (see the
+        module rules for cursor and tail)."""
         job, idx, attempt = self._resolve(request.id, allow_job=True)
         if request.HasField("attempt_id") and request.attempt_id >= 0:
             attempt = request.attempt_id
+        jobs = [job, *self.store.descendants(job.job_id)] if request.include_children and idx is None else [job]
+        ids = [one.job_id for one in jobs]
         limit = min(request.max_total_lines or DEFAULT_LOG_LINES, MAX_LOG_LINES)
-        newest_id = self.store.last_log_id(job.job_id)
+        newest_id = self.store.last_log_id(ids)
         rows = self.store.read_logs(
-            job.job_id, idx=idx, after_id=max(request.cursor, 0), since_ms=request.since_ms,
+            ids, idx=idx, after_id=max(request.cursor, 0), since_ms=request.since_ms,
             substring=request.substring, attempt=attempt, limit=limit + 1, newest=request.tail,
         )
         truncated = len(rows) > limit
         if truncated:
             rows = rows[1:] if request.tail else rows[:limit]
         cursor = rows[-1].id if truncated and not request.tail else max(newest_id, request.cursor)
-        indices = [idx] if idx is not None else range(job.replicas)
-        batches = {index: C.TaskLogBatch(task_id=task_id_for(job.job_id, index), worker_id="") for index in indices}
+        batches = {(one.job_id, index): C.TaskLogBatch(task_id=task_id_for(one.job_id, index), worker_id="")
+                   for one in jobs for index in ([idx] if idx is not None else range(one.replicas))}
         for row in rows:
-            batches[row.idx].logs.append(views.log_entry(row))
+            batches[row.job_id, row.idx].logs.append(views.log_entry(row))
         return C.GetTaskLogsResponse(task_logs=list(batches.values()), truncated=truncated, cursor=cursor)
 
     # -- capacity -------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.states import descendant_bounds, parent_job_id
 
 BASELINE_SCHEMA: Final[str] = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -168,7 +169,6 @@ CREATE INDEX task_status_by_job ON "iris.task_status" (job_id);
 """Schema version 3: the status text each task attempt last reported (Iris's ``iris.task_status``
 namespace, its columns by Iris's names; ``ts`` in epoch ms), read by ``controller.taskstatus``."""
 
-
 _BUDGETS: Final[str] = """
 CREATE TABLE user_budgets (
   user_id TEXT PRIMARY KEY,
@@ -183,7 +183,15 @@ CREATE INDEX tasks_by_state ON tasks (state, job_id)
 placed (``tasks.priority_band``, 0 until then; Iris stamps it the same way), and tasks by state
 (spend and the scheduler's queues read the active and pending ones)."""
 
-MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS)
+_TREES_V5: Final[str] = """
+ALTER TABLE jobs ADD COLUMN parent_job_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_parent ON jobs (parent_job_id, submitted_ms, id)
+"""
+"""Schema version 5: child jobs. ``parent_job_id`` ('' for a root job; every job stored before
+this version is one), indexed with the listing order, so "roots only" and "children of X" read
+one index range."""
+
+MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _TREES_V5)
 """Ordered: entry ``n`` takes a store from ``PRAGMA user_version`` ``n`` to ``n + 1``. Append only:
 never edit a released entry (a state dir may have applied it already)."""
 
@@ -221,6 +229,8 @@ class JobRow:
     resources: bytes
     bundle_path: str
     cleaned_ms: int | None = None
+    parent_job_id: str = ""
+    """The job this one is a child of ("" for a root job)."""
 
 
 @dataclass
@@ -295,7 +305,8 @@ class Store:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._migrate()
         self.on_change: Callable[[str], None] = lambda job_id: None
-        """Called with the job id after every write to a job, its tasks or its logs (the change feed)."""
+        """Called with the job id after every write to a job, its tasks or its logs, and with its
+        parent's id too when a child job is added, removed or changes state (the change feed)."""
 
     def _migrate(self) -> None:
         """Bring the tables to ``SCHEMA_VERSION`` by ``MIGRATIONS``, each in one transaction."""
@@ -342,21 +353,52 @@ class Store:
             "INSERT INTO tasks (job_id, idx, state) VALUES (?, ?, ?)",
             [(job.job_id, index, job_pb2.TASK_STATE_PENDING) for index in range(job.replicas)],
         )
-        self.on_change(job.job_id)
+        self._changed(job.job_id, tree=True)
         return job
 
-    def delete_job(self, job_id: str) -> list[AttemptRow]:
-        """Forget a job with its tasks, attempts and logs (call inside ``transaction()``). Its
-        unfinished attempts with a process are kept in ``stray_processes`` (for ``recover`` to kill
-        after a crash) and returned."""
-        live = [attempt for attempt in self.attempts(job_id) if attempt.finished_ms is None]
+    def delete_tree(self, job_id: str) -> tuple[list[str], list[AttemptRow]]:
+        """Forget a job and all its descendants with their tasks, attempts and logs (call inside
+        ``transaction()``), as Iris's delete cascades down ``parent_job_id``. Their unfinished
+        attempts with a process are kept in ``stray_processes`` (for ``recover`` to kill after a
+        crash). Returns the ids deleted (the job first, then its descendants in submission order)
+        and those attempts."""
+        deleted = [job_id, *(row.job_id for row in self.descendants(job_id))]
+        live = [attempt for one in deleted for attempt in self.attempts(one) if attempt.finished_ms is None]
         for attempt in live:
             if attempt.pid and attempt.pgid:
                 self.add_stray(attempt.uid, attempt.pid, attempt.pgid, attempt.proc_start)
-        for table in ("logs", "attempt_outputs", '"iris.task_status"', "attempts", "tasks", "jobs"):
-            self._db.execute(f"DELETE FROM {table} WHERE job_id = ?", (job_id,))
+        for one in deleted:
+            for table in ("logs", "attempt_outputs", '"iris.task_status"', "attempts", "tasks", "jobs"):
+                self._db.execute(f"DELETE FROM {table} WHERE job_id = ?", (one,))
+        for one in deleted:
+            self._changed(one, tree=True)
+        return deleted, live
+
+    def _changed(self, job_id: str, *, tree: bool) -> None:
+        """Report a write to ``job_id``, and to its parent when ``tree`` (the child came, went or
+        changed state)."""
         self.on_change(job_id)
-        return live
+        if tree and (parent := parent_job_id(job_id)):
+            self.on_change(parent)
+
+    # -- trees --------------------------------------------------------------------------------
+    def descendants(self, job_id: str) -> list[JobRow]:
+        """Every job below ``job_id`` (children, theirs, …), in submission order (a parent before
+        its children)."""
+        low, high = descendant_bounds(job_id)
+        rows = self._db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id >= ? AND job_id < ? ORDER BY id",
+                                (low, high)).fetchall()
+        return [JobRow(*row) for row in rows]
+
+    def parents_among(self, job_ids: Sequence[str]) -> set[str]:
+        """Those of ``job_ids`` that have at least one child job (in any state)."""
+        found: set[str] = set()
+        for start in range(0, len(job_ids), 500):
+            chunk = list(job_ids[start:start + 500])
+            marks = ", ".join("?" * len(chunk))
+            found.update(row[0] for row in self._db.execute(
+                f"SELECT DISTINCT parent_job_id FROM jobs WHERE parent_job_id IN ({marks})", chunk))
+        return found
 
     # -- retention ----------------------------------------------------------------------------
     def job_row_ids(self) -> set[int]:
@@ -468,7 +510,7 @@ class Store:
         """Set the given columns of one job."""
         assignments = ", ".join(f"{name} = ?" for name in values)
         self._db.execute(f"UPDATE jobs SET {assignments} WHERE job_id = ?", [*values.values(), job_id])
-        self.on_change(job_id)
+        self._changed(job_id, tree="state" in values)
 
     def query_jobs(
         self, where: str, params: Sequence[Any], order: str, limit: int, offset: int
@@ -591,7 +633,7 @@ class Store:
 
     def read_logs(
         self,
-        job_id: str,
+        job_ids: str | Sequence[str],
         *,
         idx: int | None,
         after_id: int,
@@ -601,10 +643,12 @@ class Store:
         limit: int,
         newest: bool,
     ) -> list[LogRow]:
-        """Up to ``limit`` lines of a job (or one task) with id > ``after_id``, filtered, in id
-        order; ``newest`` picks the last ``limit`` matches instead of the first."""
-        sql = f"SELECT {_LOG_COLUMNS} FROM logs WHERE job_id = ? AND id > ?"
-        params: list[Any] = [job_id, after_id]
+        """Up to ``limit`` lines of a job, or of several (or of one task of a single job) with id >
+        ``after_id``, filtered, in id order; ``newest`` picks the last ``limit`` matches instead of
+        the first."""
+        jobs = [job_ids] if isinstance(job_ids, str) else list(job_ids)
+        sql = f"SELECT {_LOG_COLUMNS} FROM logs WHERE job_id IN ({', '.join('?' * len(jobs))}) AND id > ?"
+        params: list[Any] = [*jobs, after_id]
         for column, value in (("idx", idx), ("attempt", attempt)):
             if value is not None:
                 sql += f" AND {column} = ?"
@@ -627,15 +671,13 @@ class Store:
         rows = [LogRow(*row) for row in self._db.execute(sql, [*params, limit])]
         return rows[::-1] if newest else rows
 
-    def job_ids_where(self, where: str, params: Sequence[Any]) -> list[str]:
-        """Ids of the jobs matching the SQL condition ``where`` (see ``query_logs``)."""
-        return [row[0] for row in self._db.execute(f"SELECT job_id FROM jobs WHERE {where}", params)]
-
     def define_function(self, name: str, arity: int, function: Callable[..., Any]) -> None:
         """Make a deterministic Python function callable from SQL as ``name``."""
         self._db.create_function(name, arity, function, deterministic=True)
 
-    def last_log_id(self, job_id: str) -> int:
-        """The id of the job's newest line (0 when it has none)."""
-        row = self._db.execute("SELECT max(id) FROM logs WHERE job_id = ?", (job_id,)).fetchone()
+    def last_log_id(self, job_ids: str | Sequence[str]) -> int:
+        """The id of the newest line of a job, or of several (0 when they have none)."""
+        jobs = [job_ids] if isinstance(job_ids, str) else list(job_ids)
+        row = self._db.execute(f"SELECT max(id) FROM logs WHERE job_id IN ({', '.join('?' * len(jobs))})",
+                               jobs).fetchone()
         return int(row[0] or 0)

@@ -12,6 +12,7 @@ from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.runner import bundle_limit_error
 from fray_jupyter.iris.bundle import MAX_BUNDLE_SIZE_BYTES
 from fray_jupyter.iris.proto import controller_pb2
+from fray_jupyter.iris.states import is_task_index, parent_job_id
 
 MAX_REPLICAS_PER_JOB: Final[int] = 10_000
 MAX_COMPONENT_LENGTH: Final[int] = 200
@@ -24,23 +25,28 @@ def _component_ok(part: str) -> bool:
     return bool(part.strip()) and part.isprintable() and len(part) <= MAX_COMPONENT_LENGTH and part not in (".", "..")
 
 
-def split_job_id(job_id: str) -> tuple[str, str]:
-    """``"/alice/train"`` → ``("alice", "train")``. The embedded controller accepts root jobs
-    only: exactly two components, each as Iris allows (not empty or only whitespace, no '/'),
-    printable, at most 200 characters, neither ``.`` nor ``..``."""
+def job_id_user(job_id: str) -> str:
+    """The submitting user of ``"/alice/train"`` or of a child job ``"/alice/train/eval"`` (the
+    first component). Every component is as Iris allows (not empty or only whitespace, no '/'),
+    printable, at most 200 characters, neither ``.`` nor ``..``; a child's name is not one
+    ``int()`` reads (Iris's client refuses it: the id would name its parent's task)."""
     parts = job_id.split("/")
-    if len(parts) != 3 or parts[0] != "" or not all(_component_ok(part) for part in parts[1:]):
+    if len(parts) < 3 or parts[0] != "" or not all(_component_ok(part) for part in parts[1:]):
         raise RpcError(
             Code.INVALID_ARGUMENT,
-            f"malformed job name {job_id!r}: expected '/<user>/<name>' (two printable, non-blank parts "
-            "without '/'; nested child jobs are not supported by the embedded controller)",
+            f"malformed job name {job_id!r}: expected '/<user>/<name>' or a child job's "
+            "'/<user>/<name>/<child>…' (printable, non-blank parts without '/')",
         )
-    return parts[1], parts[2]
+    if len(parts) > 3 and is_task_index(parts[-1]):
+        raise RpcError(Code.INVALID_ARGUMENT,
+                       f"malformed job name {job_id!r}: a child job's name cannot be an integer "
+                       f"({parts[-1]!r} would name task {parts[-1].strip()} of {parent_job_id(job_id)})")
+    return parts[1]
 
 
 def validate_launch(request: controller_pb2.Controller.LaunchJobRequest) -> None:
     """Refuse a request the controller could not run as asked (see the messages)."""
-    split_job_id(request.name)
+    job_id_user(request.name)
     if request.replicas < 1:
         raise RpcError(Code.INVALID_ARGUMENT, f"replicas must be at least 1 (got {request.replicas})")
     if request.replicas > MAX_REPLICAS_PER_JOB:

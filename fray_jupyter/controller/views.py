@@ -43,11 +43,14 @@ def emulation_note(resources: job_pb2.ResourceSpecProto) -> str:
     return f"running on this machine; {requested}"
 
 
-def job_status(job: JobRow, counts: Mapping[int, int], pending_reason: str) -> job_pb2.JobStatus:
+def job_status(job: JobRow, counts: Mapping[int, int], pending_reason: str, *, has_children: bool = False,
+               parent_job_id: str = "") -> job_pb2.JobStatus:
     """A ``JobStatus`` as Iris fills it: ``pending_reason`` is the scheduler's explanation while
     PENDING (Iris's ``PENDING_FEEDBACK`` before there is one) and the job's error otherwise (e.g. why
-    it is UNSCHEDULABLE)."""
+    it is UNSCHEDULABLE); ``has_children`` and ``parent_job_id`` as the caller read them (Iris's
+    listing leaves the parent empty)."""
     status = J.JobStatus(
+        has_children=has_children, parent_job_id=parent_job_id,
         job_id=job.job_id, state=cast(J.JobState, job.state), exit_code=job.exit_code or 0, error=job.error,
         status_message=job.status_message, failure_count=job.failure_count,
         preemption_count=job.preemption_count, name=job.name, submitting_user=job.user,

@@ -17,6 +17,8 @@ CONSTRAINT_ARITY: Final[Mapping[str, tuple[int, int | None]]] = {
     "IN": (1, None), "EXISTS": (0, 0), "NOT_EXISTS": (0, 0),
 }
 REGION, ZONE, PREEMPTIBLE, DEVICE_VARIANT, CLUSTER = "region", "zone", "preemptible", "device-variant", "cluster"
+_MODES: Final[dict[int, str]] = {v: k.removeprefix("CONSTRAINT_MODE_") for k, v in job_pb2.ConstraintMode.items()}
+_OP_NAMES: Final[dict[int, str]] = {v: k.removeprefix("CONSTRAINT_OP_") for k, v in job_pb2.ConstraintOp.items()}
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,18 @@ class Constraint:
     def is_any_region_marker(self) -> bool:
         """``region EXISTS``: Fray's ANY marker, which only stops inheritance and is never sent."""
         return self.key == REGION and self.op == "EXISTS"
+
+    @classmethod
+    def from_proto(cls, proto: job_pb2.Constraint) -> Constraint:
+        """A wire constraint with string values (the only kind Fray sends and a task passes on):
+        IN reads ``values``, EXISTS/NOT_EXISTS none, every other op the single ``value``."""
+        op = _OP_NAMES.get(proto.op, "EQ")
+        values: tuple[str, ...] = ()
+        if op == "IN":
+            values = tuple(v.string_value for v in proto.values)
+        elif op not in ("EXISTS", "NOT_EXISTS"):
+            values = (proto.value.string_value,)
+        return cls(proto.key, op, values, _MODES.get(proto.mode, "REQUIRED"))
 
     def to_proto(self) -> job_pb2.Constraint:
         """Wire form: IN fills ``values``, EXISTS/NOT_EXISTS neither, other ops the single ``value``."""

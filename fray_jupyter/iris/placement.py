@@ -29,7 +29,7 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol, TypeVar
 
 from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
@@ -40,6 +40,8 @@ IRIS_VERSION: Final[str] = "0.2.227"
 TPU_NAME: Final[str] = "tpu-name"
 AUTO_VARIANT: Final[str] = "auto"
 CANONICAL_KEYS: Final[frozenset[str]] = frozenset({"device-type", "device-variant", "preemptible", "region", "zone"})
+"""Keys on which a later list of constraints replaces an earlier one whole when they are merged
+(Iris's canonical keys: a job's own region replaces the region it would inherit)."""
 ROUTING_KEYS: Final[frozenset[str]] = CANONICAL_KEYS
 AVAILABILITY_PREFIX: Final[str] = "availability:"
 CLUSTER_KEY: Final[str] = "cluster"
@@ -107,6 +109,34 @@ def _value(proto: job_pb2.AttributeValue) -> Value:
     return proto.string_value.strip().lower()
 
 
+class Keyed(Protocol):
+    """Anything with a constraint key (a ``Constraint``, a placement ``Rule``)."""
+
+    @property
+    def key(self) -> str: ...
+
+
+KeyedT = TypeVar("KeyedT", bound=Keyed)
+
+
+def merge_constraints(earlier: Sequence[KeyedT], later: Sequence[KeyedT]) -> list[KeyedT]:
+    """Iris's ``merge_constraints``: ``earlier`` grouped by key; on a ``CANONICAL_KEYS`` key that
+    ``later`` has, ``later``'s constraints replace ``earlier``'s; every other constraint of ``later``
+    is added to its key's group unless an equal one is there. Groups keep the order their key first
+    appeared in (a canonical key new in ``later`` comes after ``earlier``'s keys, in sorted order)."""
+    by_key: dict[str, list[KeyedT]] = {}
+    for constraint in earlier:
+        by_key.setdefault(constraint.key, []).append(constraint)
+    for key in sorted(CANONICAL_KEYS):
+        own = [constraint for constraint in later if constraint.key == key]
+        if own:
+            by_key[key] = own
+    for constraint in later:
+        if constraint.key not in CANONICAL_KEYS and constraint not in by_key.setdefault(constraint.key, []):
+            by_key[constraint.key].append(constraint)
+    return [constraint for group in by_key.values() for constraint in group]
+
+
 def device_kind(request: LaunchJobRequest) -> tuple[str, str]:
     """(device type, variant as sent): ``("tpu", "v5p-16")``, ``("gpu", "H100")``, ``("cpu", "")``."""
     device = request.resources.device
@@ -126,18 +156,7 @@ def effective_rules(request: LaunchJobRequest) -> list[Rule]:
         derived.append(Rule("device-type", "EQ", (kind,)))
         if variant and variant != AUTO_VARIANT:
             derived.append(Rule("device-variant", "EQ", (variant.strip().lower(),)))
-    explicit = [Rule.from_proto(c) for c in request.constraints]
-    by_key: dict[str, list[Rule]] = {}
-    for rule in derived:
-        by_key.setdefault(rule.key, []).append(rule)
-    for key in sorted(CANONICAL_KEYS):
-        own = [rule for rule in explicit if rule.key == key]
-        if own:
-            by_key[key] = own
-    for rule in explicit:
-        if rule.key not in CANONICAL_KEYS and rule not in by_key.setdefault(rule.key, []):
-            by_key[rule.key].append(rule)
-    return [rule for rules in by_key.values() for rule in rules]
+    return merge_constraints(derived, [Rule.from_proto(c) for c in request.constraints])
 
 
 def routing_rules(rules: Iterable[Rule]) -> list[Rule]:

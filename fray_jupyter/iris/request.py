@@ -23,6 +23,7 @@ from fray_jupyter.iris.convert import (
     wrap_multiprocess,
 )
 from fray_jupyter.iris.coscheduling import CoschedulingConfig, resolve_coscheduling
+from fray_jupyter.iris.parent import ParentJob
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.setup import setup_commands
 from fray_jupyter.iris.user import resolve_user
@@ -103,6 +104,7 @@ class Translation:
     job: JobRequest
     user: str
     job_id: str
+    parent: ParentJob | None
     resources: ResourceSpec
     fray_constraints: tuple[Constraint, ...]
     wire_constraints: tuple[Constraint, ...]
@@ -164,6 +166,19 @@ def _warnings(
     return notes
 
 
+def _inherited(parent: ParentJob, job: JobRequest, environment: EnvironmentSpec, sent: list[Constraint]) -> str:
+    """The warning naming what a child job takes from its parent."""
+    own_env = job.environment.env_vars if job.environment is not None else {}
+    taken = [f"env {', '.join(sorted(set(parent.env) - set(own_env)))}"] if set(parent.env) - set(own_env) else []
+    if parent.setup_scripts and environment.setup_scripts == parent.setup_scripts:
+        taken.append(f"{len(parent.setup_scripts)} setup script(s)")
+    own_keys = {c.key for c in convert_constraints(job.resources)}
+    if inherited := [str(c) for c in sent if c.key not in own_keys]:
+        taken.append("constraints " + ", ".join(inherited))
+    return (f"a child job of {parent.job_id} (submitted from its task): id {parent.child_id(job.name)}"
+            + (f"; inherits {'; '.join(taken)}" if taken else ""))
+
+
 def translate(
     job: JobRequest,
     *,
@@ -172,22 +187,27 @@ def translate(
     revision_date: str | None = None,
     bundle: bytes = b"",
     runtime_setup: str | None = None,
+    parent: ParentJob | None = None,
 ) -> Translation:
     """Run every Fray -> Iris step for ``job`` and keep the results (see ``build_launch_request``).
     ``bundle`` is the workspace zip sent as ``bundle_blob`` (``iris.bundle.create_workspace_zip``);
     ``runtime_setup`` is the runtime-deps script that follows the job's setup scripts in
-    ``entrypoint.setup_commands`` (``iris.setup.setup_commands``; None: nothing follows them)."""
+    ``entrypoint.setup_commands`` (``iris.setup.setup_commands``; None: nothing follows them).
+    With a ``parent`` (the job of the task submitting it) the job is that job's child: its id, user,
+    environment and constraints follow ``iris.parent``'s rules and ``user`` is not used."""
     resources = job.resources
-    user = resolve_user(user)
+    user = parent.user if parent is not None else resolve_user(user)
     spec = convert_resources(resources)
     entrypoint = convert_entrypoint(job.entrypoint)
     if job.processes_per_task > 1:
         entrypoint = wrap_multiprocess(entrypoint, spec, job.processes_per_task)
-    environment = convert_environment(job.environment, resources.device) or EnvironmentSpec()
+    environment = convert_environment(job.environment, resources.device)
+    environment = parent.environment_for(environment) if parent is not None else environment or EnvironmentSpec()
     fray_constraints = convert_constraints(resources)
     requested = job.replicas or 1
     coscheduling = resolve_coscheduling(resources, requested)
-    wire_constraints = strip_any_region(fray_constraints)
+    sent = parent.constraints_for(fray_constraints) if parent is not None else fray_constraints
+    wire_constraints = strip_any_region(sent)
     replicas = adjust_tpu_replicas(resources.device, requested)
     env_proto = environment.to_proto()
     final_env = with_slice_topology_env(dict(env_proto.env_vars), resources.device, replicas)
@@ -195,7 +215,7 @@ def translate(
     env_proto.env_vars.update(final_env)
 
     request = LaunchJobRequest(
-        name=job_id(user, job.name),
+        name=parent.child_id(job.name) if parent is not None else job_id(user, job.name),
         entrypoint=entrypoint.to_proto(setup_commands(env_proto.setup_scripts, runtime_setup)),
         resources=spec.to_proto(),
         environment=env_proto,
@@ -213,16 +233,21 @@ def translate(
         client_revision_date=client_revision_date(revision_date),
         bundle_blob=bundle,
     )
+    if parent is not None and parent.bundle_id and not bundle:
+        request.bundle_id = parent.bundle_id
     if job.timeout is not None:
         request.timeout.milliseconds = job.timeout // datetime.timedelta(milliseconds=1)
     if coscheduling is not None:
         request.coscheduling.CopyFrom(coscheduling.to_proto())
 
+    warnings = _warnings(job, spec, requested, replicas, fray_constraints)
+    if parent is not None:
+        warnings.append(_inherited(parent, job, environment, wire_constraints))
     return Translation(
-        job=job, user=user, job_id=request.name, resources=spec, fray_constraints=tuple(fray_constraints),
+        job=job, user=user, job_id=request.name, parent=parent, resources=spec, fray_constraints=tuple(fray_constraints),
         wire_constraints=tuple(wire_constraints), requested_replicas=requested, replicas=replicas,
         coscheduling=coscheduling, environment=environment, env=_env_with_sources(job, environment, final_env),
-        warnings=tuple(_warnings(job, spec, requested, replicas, fray_constraints)), request=request,
+        warnings=tuple(warnings), request=request,
     )
 
 

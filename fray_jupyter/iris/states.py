@@ -9,9 +9,14 @@ Rules (restating Iris's ``cluster/types.py`` and its controller):
   names where they share meaning.
 * A job is finished (``is_job_finished``) in SUCCEEDED, FAILED, KILLED, WORKER_FAILED or
   UNSCHEDULABLE; a task also in PREEMPTED and COSCHED_FAILED. A finished state never changes.
-* ``ListJobs`` sorted by state orders RUNNING, BUILDING, PENDING, then the finished states.
+* ``ListJobs`` sorted by state orders RUNNING, BUILDING, PENDING, then the finished states; its
+  pages hold at most 500 jobs and reach at most offset 5,000 (Iris's ``MAX_LIST_JOBS_LIMIT`` and
+  ``MAX_LIST_JOBS_OFFSET``).
 * A job id is ``/<user>/<name>[/<child>…]``; a task id is ``<job id>/<index>``; a log row's key
-  is ``<task id>:<attempt>``.
+  is ``<task id>:<attempt>``. A child job's id is its parent's id and its own name
+  (``JobName.child``); its parent is the id without the last component, a root job (two
+  components) has none. A name Python's ``int()`` reads as a number (``7``, ``-1``, ``1_0``) is a
+  task index, never a child job's name (Iris's ``JobName.task_index``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ TERMINAL_TASK_STATES: Final[frozenset[int]] = frozenset(
      J.TASK_STATE_UNSCHEDULABLE, J.TASK_STATE_PREEMPTED, J.TASK_STATE_COSCHED_FAILED}
 )
 """Task states that never change again."""
+
+MAX_LIST_JOBS_LIMIT: Final[int] = 500
+"""The most jobs one ``ListJobs`` page holds (a ``limit`` of 0 or above it means this many)."""
+MAX_LIST_JOBS_OFFSET: Final[int] = 5000
+"""The deepest ``ListJobs`` offset a controller answers (deeper is INVALID_ARGUMENT)."""
 
 JOB_STATE_SORT_ORDER: Final[dict[int, int]] = {
     J.JOB_STATE_RUNNING: 0, J.JOB_STATE_BUILDING: 1, J.JOB_STATE_PENDING: 2, J.JOB_STATE_SUCCEEDED: 3,
@@ -108,3 +118,56 @@ def split_key(key: str) -> tuple[str, int]:
 def log_key(task_id: str, attempt: int) -> str:
     """The key of a log row written by ``attempt`` of ``task_id``: ``"/alice/train/0:1"``."""
     return f"{task_id}:{attempt}"
+
+
+def parent_job_id(job_id: str) -> str:
+    """The parent of a child job: ``"/alice/train/eval"`` → ``"/alice/train"``; ``""`` for a root job
+    (``"/alice/train"``)."""
+    head = job_id.rpartition("/")[0]
+    return head if head.count("/") >= 2 else ""
+
+
+def child_job_id(parent: str, name: str) -> str:
+    """``("/alice/train", "eval")`` → ``"/alice/train/eval"`` (Iris's ``JobName.child``)."""
+    return f"{parent}/{name}"
+
+
+def job_depth(job_id: str) -> int:
+    """1 for a root job, 2 for its child, …: the components after the user."""
+    return job_id.count("/") - 1
+
+
+def is_task_index(part: str) -> bool:
+    """Whether a path component names a task rather than a job: Iris reads it as one when ``int()``
+    accepts it (``"7"``, ``"-1"``, ``" 3 "``, ``"1_0"``)."""
+    try:
+        int(part)
+    except ValueError:
+        return False
+    return True
+
+
+def descendant_bounds(job_id: str) -> tuple[str, str]:
+    """``(low, high)``: the ids of a job's descendants are exactly the ids ``low <= id < high``
+    (they start with ``<job id>/``, and ``'0'`` follows ``'/'``), so an index on ids finds them."""
+    return f"{job_id}/", f"{job_id}0"
+
+
+def parse_task_attempt(raw: str) -> tuple[tuple[str, ...], int] | None:
+    """``IRIS_TASK_ID`` → (path components of the task id, attempt), as Iris parses it; None where
+    Iris raises ``ValueError`` (no leading '/', an empty component, fewer than three components, a
+    last component that is not an index, an attempt that is not an integer)."""
+    colon = raw.rfind(":")
+    attempt = 0
+    if colon >= 0:
+        try:
+            attempt = int(raw[colon + 1:])
+        except ValueError:
+            return None
+        raw = raw[:colon]
+    if not raw.startswith("/"):
+        return None
+    parts = tuple(raw[1:].split("/"))
+    if len(parts) < 3 or any(not part or not part.strip() for part in parts) or not is_task_index(parts[-1]):
+        return None
+    return parts, attempt

@@ -16,9 +16,13 @@ from typing import TypedDict
 
 
 class Job(TypedDict):
-    """One job as the list and the detail view show it; ``replicas`` is its task count."""
+    """One job as the list and the detail view show it; ``replicas`` is its task count; ``name`` is
+    the last component of its id (a child's own name); ``parent_job_id`` ("" for a root job) and
+    ``has_children`` are what the controller says (``FrayClient.list``)."""
 
     job_id: str
+    parent_job_id: str
+    has_children: bool
     name: str
     user: str
     state: str

@@ -41,11 +41,11 @@ from fray_jupyter.client import (
     LoginRequired,
     results,
 )
-from fray_jupyter.client.client import SORT_FIELDS
+from fray_jupyter.client.client import SCOPES, SORT_FIELDS
 from fray_jupyter.client.clusters import CLUSTER_NAME, list_clusters, marin_unavailable
 from fray_jupyter.client.diagnostics import diagnose, retry_limits
 from fray_jupyter.client.discovery import NO_CONTROLLER_URL
-from fray_jupyter.iris.states import JOB_STATES, task_id_for
+from fray_jupyter.iris.states import JOB_STATES, MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET, task_id_for
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.server import contract, serialize
 from fray_jupyter.server.link import ControllerLink
@@ -53,7 +53,6 @@ from fray_jupyter.server.watch import ChangeHub
 
 T = TypeVar("T")
 
-MAX_PAGE: Final[int] = 500
 MAX_LOG_LINES: Final[int] = 5000
 DEFAULT_LOG_LINES: Final[int] = 1000
 MAX_OUTPUT_FILE_BYTES: Final[int] = 16 * 2**20
@@ -205,19 +204,27 @@ class ClustersHandler(FrayHandler):
 
 
 class JobsHandler(FrayHandler):
-    """``GET /fray/jobs?state=&name=&sort=&order=&offset=&limit=``: one page of jobs, newest
-    first by default, with ``total`` (matches before paging) and ``has_more``."""
+    """``GET /fray/jobs?scope=&parent=&state=&name=&sort=&order=&offset=&limit=``: one page of jobs,
+    newest first by default, with ``total`` (matches before paging) and ``has_more``. ``scope`` is
+    Iris's: ``all`` (default), ``roots`` (no parent) or ``children`` (of ``parent``, which it
+    needs and only it takes)."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
+        scope = self.choice_arg("scope", "all", tuple(SCOPES))
+        parent = self.get_query_argument("parent", "")
+        if (scope == "children") != bool(parent):
+            raise ApiError(400, "scope=children needs parent=<job id>" if not parent else
+                           f"parent={parent!r} is only for scope=children (got scope={scope})", "bad_parameter")
         state = self.choice_arg("state", "", ("", *JOB_STATES))
         sort = self.choice_arg("sort", "date", tuple(SORT_FIELDS))
         descending = self.choice_arg("order", "desc", ("asc", "desc")) == "desc"
-        offset = self.int_arg("offset", 0, most=10**9)
-        limit = self.int_arg("limit", 50, most=MAX_PAGE) or 50
+        offset = self.int_arg("offset", 0, most=MAX_LIST_JOBS_OFFSET)  # a controller refuses deeper pages
+        limit = self.int_arg("limit", 50, most=MAX_LIST_JOBS_LIMIT) or 50
         name = self.get_query_argument("name", "")
         page = await self.call(lambda client: client.list(
-            name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit))
+            name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit,
+            scope=scope, parent=parent))
         self.reply(contract.JobPage(jobs=[serialize.job_json(job) for job in page.jobs], total=page.total,
                                     has_more=page.has_more))
 

@@ -49,6 +49,8 @@ def job_json(job: job_pb2.JobStatus) -> Job:
     user, short_name = job_user_and_name(job.job_id)
     return {
         "job_id": job.job_id,
+        "parent_job_id": job.parent_job_id,
+        "has_children": job.has_children,
         "name": job.name.rpartition("/")[2] or short_name or job.job_id,
         "user": job.submitting_user or user,
         "state": job_state_name(job.state),

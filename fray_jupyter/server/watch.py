@@ -9,7 +9,9 @@ Rules:
   request per ``FEED_WAIT`` seconds while nothing happens, an answer as soon as a job changes.
 * Against a controller without the feed (a real Iris, a gRPC URL) it lists the newest
   ``POLL_JOBS`` jobs, every ``POLL_MIN`` s after a change, backing off to ``POLL_MAX`` s while
-  nothing changes, and pushes when what the list shows changed.
+  nothing changes, and pushes when what the list shows changed; a job that changed is pushed with
+  its parent, as the embedded controller's feed reports a parent when a child comes, goes or
+  changes state.
 * Events (``contract.PushEvent``, every field always present): "hello" with ``source`` "feed",
   "poll" or "" (until the controller answered) on subscribing and when it changes; "changed" with
   ``jobIds`` (empty: re-read everything); "error" with ``message``, once, when the controller
@@ -42,10 +44,11 @@ def event(kind: str, source: str = "", job_ids: list[str] | None = None, message
 
 
 def list_fingerprint(client: FrayClient) -> tuple[tuple[Any, ...], ...]:
-    """What the sidebar shows of the newest ``POLL_JOBS`` jobs, to tell whether any changed."""
+    """What the sidebar shows of the newest ``POLL_JOBS`` jobs, to tell whether any changed: each
+    row starts with the job's id and its parent's ("" for a root job)."""
     page = client.list(limit=POLL_JOBS)
-    return tuple((job.job_id, job.state, job.completed_count, job.failure_count, job.preemption_count,
-                  tuple(sorted(job.task_state_counts.items()))) for job in page.jobs)
+    return tuple((job.job_id, job.parent_job_id, job.state, job.has_children, job.completed_count, job.failure_count,
+                  job.preemption_count, tuple(sorted(job.task_state_counts.items()))) for job in page.jobs)
 
 
 class ChangeHub:
@@ -132,7 +135,8 @@ class ChangeHub:
             if now is None:
                 return  # the server now follows another controller
             if now != seen:
-                changed = {row[0] for row in set(now) ^ set(seen)}
+                moved = set(now) ^ set(seen)
+                changed = {row[0] for row in moved} | {row[1] for row in moved if row[1]}
                 self._broadcast(event("changed", self.source, sorted(changed)))
                 seen, interval = now, POLL_MIN
             else:

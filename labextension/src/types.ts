@@ -6,6 +6,8 @@
 
 export interface IJob {
   job_id: string;
+  parent_job_id: string;
+  has_children: boolean;
   name: string;
   user: string;
   state: string;
@@ -131,6 +133,8 @@ export interface IApiError {
 export interface IJobQuery {
   state?: string;
   name?: string;
+  scope?: 'all' | 'roots' | 'children';
+  parent?: string;
   sort?: 'date' | 'name' | 'state' | 'failures' | 'preemptions';
   order?: 'asc' | 'desc';
   offset?: number;

@@ -6,7 +6,8 @@ import type { IJob } from '../src/types';
 
 function job(id: string, state: string, extra: Partial<IJob> = {}): IJob {
   return {
-    job_id: `/alice/${id}`, name: id, user: 'alice', state, terminal: !['pending', 'running', 'building'].includes(state),
+    job_id: `/alice/${id}`, parent_job_id: '', has_children: false, name: id, user: 'alice', state,
+    terminal: !['pending', 'running', 'building'].includes(state),
     replicas: 2, completed: 0, task_state_counts: {}, failure_count: 0, preemption_count: 0, pending_reason: '',
     status_message: '', error: '', exit_code: 0, submitted_ms: 1000, started_ms: null, finished_ms: null,
     device: 'cpu', cpu_millicores: 1000, memory_bytes: 0, disk_bytes: 0, ...extra

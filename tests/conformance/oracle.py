@@ -63,7 +63,7 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -471,8 +471,9 @@ def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _hermetic_environ(user: str) -> Iterator[None]:
-    """Remove submit-path variables from ``os.environ`` and set ``IRIS_USER``; restore after."""
+def _hermetic_environ(user: str, task_env: Mapping[str, str]) -> Iterator[None]:
+    """Remove submit-path variables from ``os.environ``, set ``IRIS_USER`` and ``task_env`` (the
+    variables of an Iris task, for a child submission); restore after."""
     saved = {
         k: v
         for k, v in os.environ.items()
@@ -481,10 +482,12 @@ def _hermetic_environ(user: str) -> Iterator[None]:
     for key in saved:
         del os.environ[key]
     os.environ["IRIS_USER"] = user
+    os.environ.update(task_env)
     try:
         yield
     finally:
-        os.environ.pop("IRIS_USER", None)
+        for key in ("IRIS_USER", *task_env):
+            os.environ.pop(key, None)
         os.environ.update(saved)
 
 
@@ -573,8 +576,11 @@ class Oracle:
 
     # capture -------------------------------------------------------------------------------
 
-    def capture(self, job: JobRequest, *, user: str, adopt_existing: bool = True) -> bytes:
-        """Run the real ``FrayIrisClient.submit(job, adopt_existing)`` and return the LaunchJob body.
+    def capture(self, job: JobRequest, *, user: str, adopt_existing: bool = True,
+                task_env: Mapping[str, str] | None = None) -> bytes:
+        """Run the real ``FrayIrisClient.submit(job, adopt_existing)`` and return the LaunchJob body;
+        with ``task_env`` (``IRIS_TASK_ID`` and the other variables of an Iris task) the submit runs
+        as if from inside that task, so it is a child job.
 
         The body is returned exactly as the real client put it on the wire (binary protobuf).
         Exceptions raised by the real client (e.g. ``ValueError`` from its validation) are
@@ -586,7 +592,8 @@ class Oracle:
             if client is None:
                 raise OracleError("oracle not started; use `with Oracle() as oracle:` or .start()")
             seq = self.server.next_seq()
-            self._run_hermetic(lambda: client.submit(job, adopt_existing=adopt_existing), user=user)
+            self._run_hermetic(lambda: client.submit(job, adopt_existing=adopt_existing), user=user,
+                               task_env=task_env or {})
             new = self.server.calls_since(seq)
             launches = [c for c in new if c.is_launch_job]
             if len(launches) != 1 or len(new) != 1:
@@ -602,13 +609,13 @@ class Oracle:
 
     # internals -----------------------------------------------------------------------------
 
-    def _run_hermetic(self, fn: Callable[[], _T], *, user: str) -> _T:
+    def _run_hermetic(self, fn: Callable[[], _T], *, user: str, task_env: Mapping[str, str]) -> _T:
         import iris.client.client as iris_client_mod
         import iris.cluster.client.remote_client as remote_client_mod
         import iris.version as iris_version_mod
 
         with contextlib.ExitStack() as stack:
-            stack.enter_context(_hermetic_environ(user))
+            stack.enter_context(_hermetic_environ(user, task_env))
             stack.enter_context(_patched(iris_client_mod, "forwarded_secrets", lambda *, exclude=(): {}))
             stack.enter_context(_patched(remote_client_mod, "call_with_retry", _single_attempt))
             stack.enter_context(

@@ -11,9 +11,11 @@ import pytest
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.controller import iris_local
+from fray_jupyter.iris.placement_workers import warm_workers
 from tests.controller_harness import start_controller, stop_quietly
 
 WARM_TIMEOUT = 120.0
+REST_TIMEOUT = 180.0
 
 
 def _wait_for_warm_slices(client: FrayClient) -> None:
@@ -28,6 +30,16 @@ def _wait_for_warm_slices(client: FrayClient) -> None:
             return
         assert time.monotonic() < deadline, f"warm slices not ready after {WARM_TIMEOUT} s: {ready}"
         time.sleep(0.2)
+
+
+def wait_at_rest(twin: FrayClient) -> None:
+    """Block until the twin lists only its warm workers (slices earlier jobs scaled up are reclaimed
+    once idle): the state every module expects to find it in and leaves it in."""
+    warm = len(warm_workers(load_profile()))
+    deadline = time.monotonic() + REST_TIMEOUT
+    while len(twin.workers().workers) > warm:
+        assert time.monotonic() < deadline, f"twin not at rest after {REST_TIMEOUT} s: {len(twin.workers().workers)}"
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="package")

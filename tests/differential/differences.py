@@ -100,3 +100,16 @@ suite, because it starts the embedded controller with ``--budget-limit 1000``: t
 without a budget row is 1000 on a genuine Iris whose cluster config names none, and unlimited on the
 embedded controller unless ``--budget-limit`` / ``$FRAY_CONTROLLER_BUDGET_LIMIT`` says otherwise (kept: a
 laptop user should not find their second TPU job silently demoted)."""
+
+COORDINATOR_DIFFERENCES: dict[tuple[str, str], str] = {
+    ("raw", "integer name"): (
+        "Kept: Iris's controller accepts a child job named by an integer (/diff/raw/0) and then lists it among the "
+        "root jobs (JobName.depth counts it as a task); its own client refuses the name ('Nested Job name cannot be "
+        "an integer'). The embedded controller refuses it at LaunchJob, INVALID_ARGUMENT: the id would name task 0 "
+        "of its parent, and its logs and tasks would collide with the parent's."),
+    ("raw", "children of garbage"): (
+        "Kept: Iris answers a CHILDREN query whose parent_job_id is no job id with an internal error (JobName "
+        "raises inside the query); the embedded controller says INVALID_ARGUMENT, naming the value."),
+}
+"""(coordinator scenario or "raw", aspect) → why the two controllers differ (``test_coordinators.py``);
+aspects are jobs, links, listed, seen, and for "raw" each call's name."""

@@ -33,7 +33,9 @@ def test_example_runs_on_the_twin(twin: FrayClient, tmp_path: Path, monkeypatch:
     assert not errors, errors
     expected = {"tpu_multislice.ipynb": ("tpu-multislice", ["task 0 of 2: slice 0 of 2, VM 0 of 1",
                                                             "task 1 of 2: slice 1 of 2, VM 0 of 1"]),
-                "gpu_gang.ipynb": ("gpu-gang", ["task 1 of 2: asked for 8 x H100"])}.get(path.name)
+                "gpu_gang.ipynb": ("gpu-gang", ["task 1 of 2: asked for 8 x H100"]),
+                "coordinator.ipynb": ("coordinator/train-step", ["train step on /nb-coordinator/coordinator/train-step/0:"]),
+                }.get(path.name)
     if expected is not None:  # task_info() on Iris's own workers, read from Iris's log service
         name, lines = expected
         seen = _wait_for_lines(twin, f"/nb-{path.stem}/{name}", lines)

@@ -32,12 +32,13 @@ from fray_jupyter.client.client import FrayClient
 from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.controller import scheduler
 from fray_jupyter.iris.placement import launch_refusal
-from fray_jupyter.iris.placement_workers import pending_reason, warm_workers
+from fray_jupyter.iris.placement_workers import pending_reason
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import is_job_finished
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import launch_request
+from tests.differential.conftest import wait_at_rest
 from tests.differential.corpus import CORPUS, Case
 from tests.differential.differences import EMBEDDED_ONLY_REASONS, REASON_DIFFERENCES
 from tests.differential.test_differential import plan_of
@@ -45,7 +46,6 @@ from tests.twin import settle
 
 C = controller_pb2.Controller
 J = job_pb2
-REST_TIMEOUT = 180.0
 USER = "why"
 FAILING = ("echo starting; printf 'Loading:  45%%|####5     | 450/1000 [00:12<00:15,  3.21it/s]\\n' >&2; "
            "printf 'Traceback (most recent call last):\\n  File \"train.py\", line 3, in <module>\\n' >&2; "
@@ -74,21 +74,11 @@ HELD: tuple[Case, ...] = tuple(case for case in (*CORPUS, WARM_GANG) if _held(ca
 controller's own rules)."""
 
 
-def _at_rest(twin: FrayClient) -> None:
-    """Block until the twin lists only its warm workers (slices earlier jobs scaled up are reclaimed
-    once idle): the state in which its scheduler's half of a pending reason is compared."""
-    warm = len(warm_workers(load_profile()))
-    deadline = time.monotonic() + REST_TIMEOUT
-    while len(twin.workers().workers) > warm:
-        assert time.monotonic() < deadline, f"twin not at rest after {REST_TIMEOUT} s: {len(twin.workers().workers)}"
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def held(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempPathFactory,
          ) -> Iterator[dict[str, tuple[J.JobStatus, J.JobStatus, list[J.TaskStatus], list[J.TaskStatus]]]]:
     """Each held corpus job's status and tasks on (twin, embedded), its pending reason settled."""
-    _at_rest(twin)
+    wait_at_rest(twin)
     workspace = tmp_path_factory.mktemp("held")
     found = {}
     submitted = {}
