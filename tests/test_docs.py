@@ -23,10 +23,6 @@ SETUP_COMMANDS: Final = (
     ("scripts/test    # installs the test dependencies (Marin's packages, Chromium), runs ruff and mypy --strict, "
      "then every test"),
 )
-ARRIVING: Final = {"docs/guide/coordinators.md"}
-"""Pages the README links to that other branches are writing (they arrive at merge)."""
-
-
 class _Links(HTMLParser):
     """Every href/src of a page, and every id it defines."""
 
@@ -127,11 +123,11 @@ def test_the_readme_is_short_and_keeps_the_two_set_up_commands() -> None:
 
 
 def test_the_readme_links_only_to_files_that_exist() -> None:
-    """Every relative link and image of the README names a file of the repo (or one arriving)."""
+    """Every relative link and image of the README names a file of the repo."""
     targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text())
     local = [target for target in targets if not urlsplit(target).scheme]
     assert {"docs/images/picker.png", "docs/images/sidebar.png"} <= set(local)
-    assert [target for target in local if not (REPO / target).exists() and target not in ARRIVING] == []
+    assert [target for target in local if not (REPO / target).exists()] == []
 
 
 def test_guide_pages_start_with_a_title() -> None:
