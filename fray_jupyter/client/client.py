@@ -110,6 +110,9 @@ class ClusterLink(Protocol):
     @property
     def url(self) -> str: ...
 
+    @property
+    def dashboard_url(self) -> str: ...
+
     def headers(self) -> Mapping[str, str]: ...
 
     def reopen(self) -> None: ...
@@ -303,10 +306,11 @@ class FrayClient:
         return self.status(job_id)
 
     def list(self, *, name_filter: str = "", state: str = "", sort: str = "date", descending: bool = True,
-             offset: int = 0, limit: int = 50, scope: str = "all", parent: str = "") -> JobPage:
+             offset: int = 0, limit: int = 50, scope: str = "all", parent: str = "", prefix: str = "") -> JobPage:
         """Jobs in ``scope`` (one of ``SCOPES``: ``"children"`` needs ``parent``, the job whose
-        direct children to list) whose name contains ``name_filter`` (case-insensitive) and whose
-        state is ``state`` (e.g. ``"running"``), sorted by ``sort`` (one of ``SORT_FIELDS``),
+        direct children to list) whose id starts with ``prefix`` (Iris's ``job_id_prefix``: one
+        user's jobs are ``prefix="/<user>/"``), whose name contains ``name_filter``
+        (case-insensitive) and whose state is ``state`` (e.g. ``"running"``), sorted by ``sort`` (one of ``SORT_FIELDS``),
         ``limit`` from ``offset``. The controller answers the scope, ``has_children``, ``total`` and
         ``has_more``; a row's ``parent_job_id`` is the controller's, and where it leaves it empty (an
         Iris listing does) the ``parent`` asked for, or in scope "all" the id's own parent
@@ -322,7 +326,7 @@ class FrayClient:
         query = Controller.JobQuery(
             name_filter=name_filter, state_filter=state.lower().removeprefix("job_state_"),
             sort_field=SORT_FIELDS[sort], sort_direction=direction, offset=offset, limit=limit,
-            scope=SCOPES[scope], parent_job_id=parent)
+            scope=SCOPES[scope], parent_job_id=parent, job_id_prefix=prefix)
         response = self._call("ListJobs", Controller.ListJobsRequest(query=query), Controller.ListJobsResponse,
                               job_id=parent or None)
         for job in response.jobs:
