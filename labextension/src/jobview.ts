@@ -1,16 +1,21 @@
 /**
- * The open job: what it is, its tasks, its live log, and Cancel (after a confirmation dialog).
- * Rendered from `JobsModel.open`; the log is appended line by line as the cursor advances, and it
- * sticks to the bottom while the user has not scrolled up.
+ * The open job: what it is (a child names its parent, as a link), why it waits or failed, its
+ * failures against the job's limits, its child jobs, its tasks (`taskview.ts`), its live log, and
+ * Cancel (after a confirmation dialog). On a named cluster it links to the job's page on the
+ * cluster's own Iris dashboard. Rendered from `JobsModel.open`; the log is appended line by line
+ * as the cursor advances, and it sticks to the bottom while the user has not scrolled up.
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
 import { getOutputText, outputFileUrl } from './api';
 import { badge, button, el } from './dom';
-import { formatAgo, formatBytes, formatDuration, jobDuration, progressText, resourcesText } from './format';
+import { formatAgo, formatBytes, formatDuration, jobDuration, jobRetriesText, progressText, resourcesText } from './format';
+import { dashboardJobUrl } from './links';
 import { MAX_LOG_LINES } from './model';
 import type { IOpenJob, JobsModel } from './model';
-import type { IJob, ITaskOutputs } from './types';
+import { taskBar } from './rows';
+import { taskRows } from './taskview';
+import type { IJob, IRetryLimits, ITaskOutputs } from './types';
 
 /** Output files shown inline: images (as `<img>`, never as a page) up to 4 MiB, text up to 256 KiB. */
 const IMAGE = /\.(png|jpe?g|gif|webp|svg)$/i;
@@ -41,6 +46,12 @@ export class JobView {
     this._cancel = button('Cancel job', () => void this._onCancel(), { className: 'fj-Button fj-Button-warn' });
     this._title = el('h3', { className: 'fj-JobView-title' });
     this._badge = el('span');
+    this._parent = el('p', { className: 'fj-JobView-parent' });
+    this._dashboard = el('a', {
+      className: 'fj-Link',
+      text: 'Open on the Iris dashboard ↗',
+      attrs: { target: '_blank', rel: 'noopener noreferrer' }
+    });
     this._facts = el('dl', { className: 'fj-Facts' });
     this._tasks = el('tbody');
     this._logs = el('pre', {
@@ -55,7 +66,11 @@ export class JobView {
     this.node.append(
       el('div', { className: 'fj-JobView-bar', children: [this._back, this._cancel] }),
       el('div', { className: 'fj-JobView-head', children: [this._title, this._badge] }),
+      this._parent,
       this._facts,
+      this._dashboard,
+      this._childrenHead,
+      this._children,
       el('h4', { text: 'Tasks' }),
       el('table', {
         className: 'fj-Tasks',
@@ -63,7 +78,7 @@ export class JobView {
           el('thead', {
             children: [
               el('tr', {
-                children: ['#', 'State', 'Attempt', 'Exit', 'Note'].map(h => el('th', { text: h, attrs: { scope: 'col' } }))
+                children: ['#', 'State', 'Attempts', 'Exit', 'Note'].map(h => el('th', { text: h, attrs: { scope: 'col' } }))
               })
             ]
           }),
@@ -90,20 +105,10 @@ export class JobView {
     this._badge.replaceChildren(badge(job.state));
     this._cancel.disabled = job.terminal || this._cancelling;
     this._cancel.title = job.terminal ? 'The job has finished' : 'Stop every task of this job';
-    this._renderFacts(job);
-    this._tasks.replaceChildren(
-      ...tasks.map(task =>
-        el('tr', {
-          children: [
-            el('td', { text: task.index === null ? task.task_id : String(task.index) }),
-            el('td', { children: [badge(task.state)] }),
-            el('td', { text: String(task.attempt) }),
-            el('td', { text: task.finished_ms !== null ? String(task.exit_code) : '' }),
-            el('td', { className: 'fj-Wrap', text: task.error || task.pending_reason })
-          ]
-        })
-      )
-    );
+    this._renderFacts(job, open.limits);
+    this._renderLinks(job);
+    this._renderChildren(open);
+    this._tasks.replaceChildren(...taskRows(tasks, open.limits, this._tasks));
     if (!sameJob) {
       this._logs.replaceChildren();
       this._rendered = 0;
@@ -118,6 +123,51 @@ export class JobView {
           ? 'The job wrote no output.'
           : 'No output yet.'
         : '';
+  }
+
+  /** "parent: …" (opens the parent) for a child job; the Iris dashboard's page on a named cluster. */
+  private _renderLinks(job: IJob): void {
+    this._parent.hidden = !job.parent_job_id;
+    if (job.parent_job_id) {
+      const parent = job.parent_job_id;
+      this._parent.replaceChildren(
+        'parent: ',
+        button(parent, () => void this.model.openJob(parent), {
+          className: 'fj-Link fj-ParentLink',
+          attrs: { 'aria-label': `Open the parent job ${parent}`, title: 'Open the parent job' }
+        })
+      );
+    }
+    const origin = this.model.status?.dashboard_url ?? null;
+    this._dashboard.hidden = origin === null;
+    if (origin !== null) {
+      this._dashboard.href = dashboardJobUrl(origin, job.job_id);
+    }
+  }
+
+  /** The job's first child jobs, oldest first, each opening itself (the list's ▸ shows them all). */
+  private _renderChildren(open: IOpenJob): void {
+    const children = open.children;
+    this._childrenHead.hidden = this._children.hidden = children === null;
+    if (children === null) {
+      return;
+    }
+    this._childrenHead.textContent =
+      children.total > children.jobs.length ? `Child jobs (${children.jobs.length} of ${children.total})` : `Child jobs (${children.total})`;
+    this._children.replaceChildren(
+      ...children.jobs.map(child =>
+        el('li', {
+          children: [
+            button(child.name, () => void this.model.openJob(child.job_id), {
+              className: 'fj-Link fj-ChildLink',
+              attrs: { 'data-job-id': child.job_id, title: child.job_id }
+            }),
+            badge(child.state),
+            taskBar(child)
+          ]
+        })
+      )
+    );
   }
 
   /** The files each task wrote (once the job has ended): name and size; images and text inline. */
@@ -175,7 +225,7 @@ export class JobView {
     return count > 1 ? [el('p', { text: `Task ${index}` }), list] : [list];
   }
 
-  private _renderFacts(job: IJob): void {
+  private _renderFacts(job: IJob, limits: IRetryLimits): void {
     const now = this.now();
     const duration = jobDuration(job, now);
     const facts: [string, string][] = [
@@ -190,9 +240,7 @@ export class JobView {
     if (duration !== null) {
       facts.push([job.terminal ? 'Ran for' : 'Running for', formatDuration(duration)]);
     }
-    if (job.failure_count || job.preemption_count) {
-      facts.push(['Failures', `${job.failure_count} failed · ${job.preemption_count} preempted`]);
-    }
+    facts.push(['Failures', jobRetriesText(job, limits)]);
     if (job.terminal && job.state !== 'succeeded' && job.exit_code) {
       facts.push(['Exit code', String(job.exit_code)]);
     }
@@ -251,6 +299,10 @@ export class JobView {
   private _cancel: HTMLButtonElement;
   private _title: HTMLHeadingElement;
   private _badge: HTMLSpanElement;
+  private _parent: HTMLParagraphElement;
+  private _dashboard: HTMLAnchorElement;
+  private _childrenHead = el('h4');
+  private _children = el('ul', { className: 'fj-Children', attrs: { 'aria-label': 'Child jobs' } });
   private _facts: HTMLDListElement;
   private _tasks: HTMLTableSectionElement;
   private _logs: HTMLPreElement;

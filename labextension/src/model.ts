@@ -1,31 +1,39 @@
 /**
- * The sidebar's state, refreshed by one poll: the controller connection, the listed page of jobs
- * (with the user's filters), the open job with its tasks and followed log, and the watcher that
- * turns "reached a terminal state" into notifications. Views read it and listen to `changed`.
+ * The sidebar's state, refreshed by one poll: the controller connection, the listed jobs
+ * (`listing.ts`: whose, which, the tree under them), the open job with its tasks, child jobs and
+ * followed log, and the watcher that turns "reached a terminal state" into notifications. Views
+ * read it and listen to `changed`.
  *
- * Rule: a connection problem (HTTP 0/502/503/504) sets `connectionError` and keeps the last data
- * on screen behind a banner; any other failure of a refresh is shown as `actionError`.
+ * Rules:
+ * - A connection problem (HTTP 0/502/503/504) sets `connectionError` and keeps the last data on
+ *   screen behind a banner; any other failure of a refresh is shown as `actionError`.
+ * - While the controller is not known to answer, a refresh asks `GET /fray/status` first (an
+ *   answer, not an error, when none runs) and lists nothing until it answers: a page whose
+ *   sidebar only watches for notifications never meets a 503 (which browsers log as errors).
+ * - Notifications watch the current user's newest root jobs (a coordinator's end notifies, not
+ *   each of its steps').
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { FrayApiError, cancelJob, getJob, getLogs, getOutputs, getStatus, listJobs } from './api';
 import { fingerprint, JobWatcher } from './changes';
-import type { IControllerStatus, IJob, IJobPage, ILogLine, ITask, ITaskOutputs } from './types';
+import { JobListing } from './listing';
+import { PAGE_SIZE } from './scope';
+import type { IControllerStatus, IJob, ILogLine, ITask, ITaskOutputs, IRetryLimits } from './types';
 
 /** Lines of a followed log kept in the browser (older ones are dropped from the view). */
 export const MAX_LOG_LINES = 2000;
 /** Lines fetched when a job is opened: the newest ones. */
 export const FIRST_LOG_LINES = 500;
-export const PAGE_SIZE = 50;
-
-export interface IFilters {
-  state: string;
-  name: string;
-}
+/** Child jobs shown in an open job's detail (the list's tree shows them all). */
+export const DETAIL_CHILDREN = 50;
 
 export interface IOpenJob {
   job: IJob;
   tasks: ITask[];
+  limits: IRetryLimits;
+  /** Its first `DETAIL_CHILDREN` child jobs, oldest first, and how many it has (null: none). */
+  children: { jobs: IJob[]; total: number } | null;
   logs: ILogLine[];
   cursor: number;
   /** Lines received since the job was opened (`logs` keeps the last `MAX_LOG_LINES`). */
@@ -50,6 +58,15 @@ async function outputsOf(job: IJob): Promise<[ITaskOutputs[] | null, string]> {
   }
 }
 
+/** The open job's child jobs (null when the controller says it has none). */
+async function childrenOf(job: IJob): Promise<IOpenJob['children']> {
+  if (!job.has_children) {
+    return null;
+  }
+  const page = await listJobs({ scope: 'children', parent: job.job_id, sort: 'date', order: 'asc', limit: DETAIL_CHILDREN });
+  return { jobs: page.jobs, total: page.total };
+}
+
 /** A page's lines in time order (tasks' lines interleaved), ties by cursor. */
 export function chronological(lines: ILogLine[]): ILogLine[] {
   return [...lines].sort((a, b) => (a.time_ms ?? 0) - (b.time_ms ?? 0) || a.seq - b.seq);
@@ -64,10 +81,13 @@ export class JobsModel {
   status: IControllerStatus | null = null;
   connectionError: string | null = null;
   actionError: string | null = null;
-  page: IJobPage | null = null;
-  filters: IFilters = { state: '', name: '' };
-  offset = 0;
+  readonly listing = new JobListing();
   open: IOpenJob | null = null;
+
+  /** The current user, as the server resolves it (null: it cannot tell). */
+  get me(): string | null {
+    return this.status?.user ?? null;
+  }
 
   /** Emits after every refresh or user action that changed what is shown. */
   get changed(): ISignal<this, void> {
@@ -79,24 +99,27 @@ export class JobsModel {
     return this._finished;
   }
 
-  get filtered(): boolean {
-    return this.filters.state !== '' || this.filters.name !== '' || this.offset > 0;
-  }
-
   /**
    * One refresh of everything shown; resolves to whether anything changed. `start`: let the server
-   * start the embedded controller if none runs (only while the user has the sidebar open).
+   * start the embedded controller if none runs (only while the user has the sidebar open);
+   * `visible`: the sidebar is shown (the tree's children are read only then).
    */
-  async refresh(start = false): Promise<boolean> {
+  async refresh(start = false, visible = true): Promise<boolean> {
     const before = this._snapshot();
     try {
       if (this.status === null || this.connectionError !== null) {
         this.status = await getStatus(start);
         this.watcher.user = this.status.user;
+        this.listing.useCluster(this.status.cluster ?? '');
+        if (!this.status.reachable) {
+          throw new FrayApiError(this.status.error || 'the controller does not answer', 503, 'controller_unreachable');
+        }
       }
-      const page = await listJobs({ ...this.filters, offset: this.offset, limit: PAGE_SIZE }, start);
-      const recent = this.filtered ? (await listJobs({ limit: PAGE_SIZE })).jobs : page.jobs;
-      this.page = page;
+      const me = this.me;
+      const page = await this.listing.refresh(me, start, visible);
+      const recent = this.listing.showsRecent(me)
+        ? page.jobs
+        : (await listJobs({ scope: 'roots', ...(me ? { user: me } : {}), limit: PAGE_SIZE })).jobs;
       this.connectionError = null;
       const done = this.watcher.update(recent);
       if (this.open !== null) {
@@ -118,9 +141,8 @@ export class JobsModel {
   /** The server was switched to another cluster: forget what was shown (the next refresh reloads it). */
   clusterSwitched(): void {
     this.status = null;
-    this.page = null;
+    this.listing.forget();
     this.open = null;
-    this.offset = 0;
     this.connectionError = null;
     this.actionError = null;
     this._changed.emit();
@@ -132,14 +154,31 @@ export class JobsModel {
     this._changed.emit();
   }
 
-  setFilters(filters: Partial<IFilters>): void {
-    this.filters = { ...this.filters, ...filters };
-    this.offset = 0;
-    this._changed.emit();
+  /** Expand or collapse a parent in the list; shows its children once they are read. */
+  async toggle(jobId: string): Promise<void> {
+    const reading = this.listing.toggle(jobId);
+    this._changed.emit(); // the ▾ and a "loading" row at once
+    await this._tree(reading);
   }
 
-  setOffset(offset: number): void {
-    this.offset = Math.max(0, offset);
+  /** The next page of a parent's children. */
+  async more(parent: string): Promise<void> {
+    await this._tree(this.listing.tree.more(parent));
+  }
+
+  /** Read a parent's children again (after a failed read). */
+  async retry(parent: string): Promise<void> {
+    this.listing.invalidate([parent]);
+    await this._tree(this.listing.tree.refresh(this.listing.page?.jobs ?? [], new Set([parent])));
+  }
+
+  /** Read the users the picker offers (a failure is shown, the last list kept). */
+  async loadUsers(): Promise<void> {
+    try {
+      await this.listing.loadUsers();
+    } catch (error) {
+      this._fail(error);
+    }
     this._changed.emit();
   }
 
@@ -147,11 +186,13 @@ export class JobsModel {
   async openJob(jobId: string): Promise<void> {
     try {
       const detail = await getJob(jobId);
+      const children = await childrenOf(detail.job);
       const logs = await getLogs(jobId, 0, { tail: true, maxLines: FIRST_LOG_LINES });
       const lines = chronological(logs.entries);
       const [outputs, outputsError] = await outputsOf(detail.job);
       this.open = {
         ...detail,
+        children,
         logs: lines,
         cursor: logs.cursor,
         received: lines.length,
@@ -188,6 +229,7 @@ export class JobsModel {
   private async _refreshOpen(open: IOpenJob): Promise<void> {
     const id = open.job.job_id;
     const detail = await getJob(id);
+    const children = await childrenOf(detail.job);
     const page = await getLogs(id, open.cursor);
     const [outputs, outputsError] = open.outputs === null ? await outputsOf(detail.job) : [open.outputs, open.outputsError];
     if (this.open?.job.job_id !== id) {
@@ -197,6 +239,7 @@ export class JobsModel {
     const trimmed = logs.length > MAX_LOG_LINES;
     this.open = {
       ...detail,
+      children,
       logs: trimmed ? logs.slice(logs.length - MAX_LOG_LINES) : logs,
       cursor: page.cursor,
       received: open.received + page.entries.length,
@@ -204,6 +247,11 @@ export class JobsModel {
       outputs,
       outputsError
     };
+  }
+
+  private async _tree(reading: Promise<void>): Promise<void> {
+    await reading;
+    this._changed.emit();
   }
 
   private _fail(error: unknown): void {
@@ -221,9 +269,9 @@ export class JobsModel {
       this.connectionError ?? '',
       this.actionError ?? '',
       this.status?.url ?? '',
-      this.page ? `${this.page.total}\n${fingerprint(this.page.jobs)}` : '-',
+      this.listing.fingerprint(),
       open
-        ? `${open.job.state}|${open.job.completed}|${open.cursor}|${open.tasks.map(t => t.state).join(',')}|${open.outputs?.length ?? '-'}`
+        ? `${open.job.state}|${open.job.completed}|${open.cursor}|${open.tasks.map(t => `${t.state}:${t.attempts}:${t.status_summary}`).join(',')}|${open.outputs?.length ?? '-'}|${open.children ? fingerprint(open.children.jobs) : '-'}`
         : '-'
     ].join('\n#\n');
   }
