@@ -59,6 +59,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("fit.py", quick_args=("20",), limit=120),
     Bench("twin.py", quick_args=("--quick",), limit=300),
     Bench("sidebar.py", quick_args=("--watch", "70", "--jobs", "20"), limit=300),
+    Bench("sidebar_scale.py", quick_args=("--repeat", "2"), limit=180),
     Bench("soak.py", ("--runs", "2000"), ("--runs", "100"), limit=1200),
     Bench("live.py", quick_args=("--jobs", "7", "--rounds", "1"), limit=720),
     Bench("live.py", ("--real-iris",), ("--real-iris", "--jobs", "7", "--rounds", "1"), limit=780),

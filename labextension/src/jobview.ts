@@ -13,7 +13,7 @@ import { formatAgo, formatBytes, formatDuration, jobDuration, jobRetriesText, pr
 import { dashboardJobUrl } from './links';
 import { MAX_LOG_LINES } from './model';
 import type { IOpenJob, JobsModel } from './model';
-import { taskBar } from './rows';
+import { leafName, taskBar } from './rows';
 import { taskRows } from './taskview';
 import type { IJob, IRetryLimits, ITaskOutputs } from './types';
 
@@ -27,7 +27,7 @@ const MAX_INLINE_TEXT = 256 * 2 ** 10;
 export async function confirmCancel(job: IJob): Promise<boolean> {
   const result = await showDialog({
     title: 'Cancel job?',
-    body: `Cancel “${job.name}” (${job.job_id})? Its running tasks are stopped; this cannot be undone.`,
+    body: `Cancel “${leafName(job.job_id)}” (${job.job_id})? Its running tasks are stopped; this cannot be undone.`,
     buttons: [Dialog.cancelButton({ label: 'Keep running' }), Dialog.warnButton({ label: 'Cancel job' })]
   });
   return result.button.accept;
@@ -100,7 +100,7 @@ export class JobView {
     const { job, tasks } = open;
     const sameJob = this._jobId === job.job_id;
     this._jobId = job.job_id;
-    this._title.textContent = job.name;
+    this._title.textContent = leafName(job.job_id);
     this._title.title = job.job_id;
     this._badge.replaceChildren(badge(job.state));
     this._cancel.disabled = job.terminal || this._cancelling;
@@ -158,7 +158,7 @@ export class JobView {
       ...children.jobs.map(child =>
         el('li', {
           children: [
-            button(child.name, () => void this.model.openJob(child.job_id), {
+            button(leafName(child.job_id), () => void this.model.openJob(child.job_id), {
               className: 'fj-Link fj-ChildLink',
               attrs: { 'data-job-id': child.job_id, title: child.job_id }
             }),

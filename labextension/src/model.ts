@@ -116,10 +116,12 @@ export class JobsModel {
         }
       }
       const me = this.me;
+      const watched = this.listing.showsRecent(me)
+        ? null
+        : listJobs({ scope: 'roots', ...(me ? { user: me } : {}), limit: PAGE_SIZE }); // at the same time
+      watched?.catch(() => undefined); // handled below, unless the page's own read fails first
       const page = await this.listing.refresh(me, start, visible);
-      const recent = this.listing.showsRecent(me)
-        ? page.jobs
-        : (await listJobs({ scope: 'roots', ...(me ? { user: me } : {}), limit: PAGE_SIZE })).jobs;
+      const recent = watched === null ? page.jobs : (await watched).jobs;
       this.connectionError = null;
       const done = this.watcher.update(recent);
       if (this.open !== null) {

@@ -3,8 +3,8 @@
  * (the windowed list relies on it): three lines, each cut with an ellipsis, the full text in the
  * tooltip or the job's detail; all job-provided text is set as text (`dom.ts`).
  *
- * A job row: its ▸ / ▾ (only when the controller says it has children), its name (a child's own
- * name; in a filtered, flat list its path under the user), its badge, a per-state task bar, and
+ * A job row: its ▸ / ▾ (only when the controller says it has children), its own name as the id
+ * spells it (in a filtered, flat list its path under the user), its badge, a per-state task bar, and
  * one line saying why it waits or failed (the Scheduler half of a pending reason first). On a
  * named cluster, ↗ opens the job on that cluster's own Iris dashboard in a new tab.
  */
@@ -39,9 +39,15 @@ export function pathUnderUser(jobId: string): string {
   return jobId.replace(/^\/[^/]*\//, '');
 }
 
-/** The row's label: a child's own name, or in a flat list its path under the user. */
-export function rowLabel(job: IJob, flat: boolean): string {
-  return flat ? pathUnderUser(job.job_id) || job.name : job.name || job.job_id;
+/** `"/alice/coord/Step-1"` → `"Step-1"`: a job's own name as its submitter spelled it (a
+ * controller's `name` is Iris's lower-cased copy, kept for case-insensitive search). */
+export function leafName(jobId: string): string {
+  return jobId.slice(jobId.lastIndexOf('/') + 1) || jobId;
+}
+
+/** The row's label: a job's own name, or in a flat list its path under the user. */
+export function rowLabel(job: Pick<IJob, 'job_id'>, flat: boolean): string {
+  return flat ? pathUnderUser(job.job_id) || job.job_id : leafName(job.job_id);
 }
 
 /** The one line a row gives its diagnosis: the error of a job that ended badly, else the first

@@ -8,8 +8,9 @@
  *   time, "more" for the next page) and again on each `refresh` while it is expanded and shown
  *   (every loaded page, so a new child appears under its parent); a collapsed parent keeps what
  *   was fetched, shown at once when it is expanded again (and re-read then).
- * - `refresh(roots, dirty)` re-reads only the shown parents in `dirty` (null: all of them); an
- *   answer that arrives after a newer read of the same parent started is dropped.
+ * - `refresh(roots, dirty)` re-reads only the shown parents in `dirty` (null: all of them) and
+ *   those never read, deeper levels as they come into view; an answer that arrives after a newer
+ *   read of the same parent started is dropped.
  * - `rows(roots)` is the list in order: each job, then (when expanded) its children one level
  *   deeper, then a "loading", "error" or "more" row for that parent. Expanded ids that are not
  *   shown (a collapsed ancestor, another page) cost nothing and stay expanded.
@@ -87,12 +88,26 @@ export class JobTree {
     await this._read(parent, Math.ceil((children?.jobs.length ?? 0) / CHILD_PAGE) + 1);
   }
 
-  /** Re-read the children of the shown expanded parents (those in `dirty`; null: all). */
+  /** Re-read the children of the shown expanded parents (those in `dirty`, null: all, and any
+   * never read), level by level: a parent shown once its own parent's children arrive (a restored
+   * view) is read in the same refresh. */
   async refresh(roots: readonly IJob[], dirty: ReadonlySet<string> | null = null): Promise<void> {
-    const parents = this.shownParents(roots).filter(id => dirty === null || dirty.has(id));
-    await Promise.all(
-      parents.map(id => this._read(id, Math.max(1, Math.ceil((this._children.get(id)?.jobs.length ?? 0) / CHILD_PAGE))))
-    );
+    const done = new Set<string>();
+    for (;;) {
+      const parents = this.shownParents(roots).filter(
+        id => !done.has(id) && (dirty === null || dirty.has(id) || !this._children.get(id)?.loaded)
+      );
+      if (!parents.length) {
+        return;
+      }
+      parents.forEach(id => done.add(id));
+      await Promise.all(parents.map(id => this._read(id, this._pagesShown(id))));
+    }
+  }
+
+  /** How many pages of `parent`'s children are shown (at least one). */
+  private _pagesShown(parent: string): number {
+    return Math.max(1, Math.ceil((this._children.get(parent)?.jobs.length ?? 0) / CHILD_PAGE));
   }
 
   /** The expanded parents whose children `rows(roots)` shows, in list order. */

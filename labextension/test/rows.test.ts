@@ -11,6 +11,7 @@ test("a row is labelled by the job's own name, or in a flat list by its path und
   assert.equal(pathUnderUser('/alice/coord/step-1/sub'), 'coord/step-1/sub');
   assert.equal(rowLabel(base as IJob, false), 'step-1');
   assert.equal(rowLabel(base as IJob, true), 'coord/step-1');
+  assert.equal(rowLabel({ job_id: '/alice/Train-GPT' }, false), 'Train-GPT'); // not the controller's lower-cased name
 });
 
 test("a row's one line of diagnosis: the error of a failure, else the Scheduler half of a pending reason", () => {

@@ -116,3 +116,17 @@ test('a failed read keeps what was shown and says why; a late answer of an older
   assert.deepEqual(shape(rows), ['coord▾', ' new', ' error']);
   assert.equal(rows[2].kind === 'error' && rows[2].message, 'controller gone');
 });
+
+test('a restored view reads every level of expanded parents in one refresh', async () => {
+  const root = job('/alice/coord', true);
+  const fake = controller({
+    '/alice/coord': [job('/alice/coord/a', true)],
+    '/alice/coord/a': [job('/alice/coord/a/b', true)],
+    '/alice/coord/a/b': [job('/alice/coord/a/b/c')]
+  });
+  const tree = new JobTree(fake.fetch);
+  tree.restore(['/alice/coord', '/alice/coord/a', '/alice/coord/a/b']);
+  await tree.refresh([root], new Set()); // nothing dirty, but nothing read yet either
+  assert.deepEqual(shape(tree.rows([root])), ['coord▾', ' a▾', '  b▾', '   c']);
+  assert.deepEqual(fake.calls, ['/alice/coord@0', '/alice/coord/a@0', '/alice/coord/a/b@0']);
+});
