@@ -183,7 +183,28 @@ CREATE INDEX tasks_by_state ON tasks (state, job_id)
 placed (``tasks.priority_band``, 0 until then; Iris stamps it the same way), and tasks by state
 (spend and the scheduler's queues read the active and pending ones)."""
 
-MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS)
+_LOGS_V5: Final[str] = """
+CREATE TABLE logs_v5 (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  ts_ms INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  data TEXT NOT NULL
+);
+INSERT INTO logs_v5 (id, job_id, idx, attempt, ts_ms, source, data)
+SELECT id, job_id, idx, attempt, ts_ms, source, data FROM logs;
+DROP TABLE logs;
+ALTER TABLE logs_v5 RENAME TO logs;
+CREATE INDEX logs_by_job ON logs (job_id, id);
+CREATE INDEX logs_by_task ON logs (job_id, idx);
+"""
+"""Schema version 5: log line ids (every reader's cursor, finelog's ``seq``) are never reused
+(AUTOINCREMENT): a replaced job's lines were the newest, so once deleted their ids went to its
+replacement's lines, and a reader holding a cursor of the old run skipped them."""
+
+MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _LOGS_V5)
 """Ordered: entry ``n`` takes a store from ``PRAGMA user_version`` ``n`` to ``n + 1``. Append only:
 never edit a released entry (a state dir may have applied it already)."""
 
