@@ -57,20 +57,20 @@ DEFAULT_BUDGET_S: Final[float] = 600.0
 
 BENCHES: Final[tuple[Bench, ...]] = (
     # script, its arguments in the default run and with --full, and the time limit (s) of each
-    Bench("plan.py", (), (), 10, 60),
-    Bench("picker.py", ("--tcp-nodelay", "--changes", "20"), ("--tcp-nodelay",), 45, 180),
-    Bench("loadext.py", (), (), 20, 120),
-    Bench("importtime.py", ("5",), (), 30, 60),
-    Bench("controller.py", ("--real-iris", "--ray", "--runs", "15", "--ray-runs", "2"), ("--real-iris", "--ray"),
-          80, 360),
-    Bench("client.py", (), (), 25, 120),
-    Bench("iris_cli.py", ("--runs", "2"), (), 50, 420),
-    Bench("fit.py", (), (), 10, 120),
-    Bench("twin.py", ("--quick",), (), 35, 300),
-    Bench("sidebar.py", ("--watch", "20", "--window", "20", "--jobs", "20"), (), 35, 300),
-    Bench("soak.py", (), ("--runs", "2000"), 20, 1200),
-    Bench("live.py", ("--jobs", "3", "--rounds", "1", "--window", "30"), (), 115, 720),
-    Bench("live.py", ("--real-iris", "--jobs", "3", "--rounds", "1", "--window", "30"), ("--real-iris",), 125, 780),
+    Bench("plan.py", (), (), 6, 60),
+    Bench("picker.py", ("--tcp-nodelay", "--changes", "20"), ("--tcp-nodelay",), 72, 180),
+    Bench("loadext.py", ("8",), (), 16, 120),
+    Bench("importtime.py", ("3",), (), 16, 60),
+    Bench("controller.py", ("--real-iris", "--ray", "--runs", "10", "--ray-runs", "2"), ("--real-iris", "--ray"),
+          68, 360),
+    Bench("client.py", (), (), 16, 120),
+    Bench("iris_cli.py", ("--runs", "2"), (), 58, 420),
+    Bench("fit.py", (), (), 6, 120),
+    Bench("twin.py", ("--quick",), (), 30, 300),
+    Bench("sidebar.py", ("--watch", "30", "--window", "20", "--jobs", "20"), (), 46, 300),
+    Bench("soak.py", ("--runs", "200"), ("--runs", "2000"), 12, 1200),
+    Bench("live.py", ("--jobs", "3", "--rounds", "1", "--window", "30"), (), 122, 720),
+    Bench("live.py", ("--real-iris", "--jobs", "3", "--rounds", "1", "--window", "30"), ("--real-iris",), 132, 780),
 )
 
 
