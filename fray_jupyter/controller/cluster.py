@@ -19,21 +19,30 @@ running jobs, no recent actions or routing decision) and ListWorkers only their 
 
 from __future__ import annotations
 
+import os
 import socket
 import time
+from collections.abc import Mapping
 from typing import Final
 
-from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup
+from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup, load_profile
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.iris.placement import launch_refusal, route
 from fray_jupyter.iris.placement_workers import Worker, pending_reason, slice_workers, warm_workers
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2, vm_pb2
 
 C = controller_pb2.Controller
+CLUSTER_CONFIG_ENV: Final[str] = "FRAY_CLUSTER_CONFIG"
 IDLE_THRESHOLD_MS: Final[int] = 600_000  # Iris's default idle threshold before a slice is reclaimed
 _CODES: Final[dict[str, Code]] = {"invalid_argument": Code.INVALID_ARGUMENT,
                                   "failed_precondition": Code.FAILED_PRECONDITION}
 _SLICE_STATES: Final[tuple[str, ...]] = ("requesting", "booting", "initializing", "ready", "failed")
+
+
+def embedded_profile(option: str | None = None, environ: Mapping[str, str] = os.environ) -> ClusterProfile:
+    """The profile an embedded controller applies: ``option`` (``--cluster-config``), else
+    ``$FRAY_CLUSTER_CONFIG``, else the built-in one (``load_profile``; ``ProfileError`` names what is wrong)."""
+    return load_profile(option or environ.get(CLUSTER_CONFIG_ENV) or None)
 
 
 class Cluster:

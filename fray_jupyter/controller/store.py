@@ -191,7 +191,29 @@ CREATE INDEX jobs_by_parent ON jobs (parent_job_id, submitted_ms, id)
 this version is one), indexed with the listing order, so "roots only" and "children of X" read
 one index range."""
 
-MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _TREES_V5)
+
+_LOGS_V6: Final[str] = """
+CREATE TABLE logs_v6 (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  ts_ms INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  data TEXT NOT NULL
+);
+INSERT INTO logs_v6 (id, job_id, idx, attempt, ts_ms, source, data)
+SELECT id, job_id, idx, attempt, ts_ms, source, data FROM logs;
+DROP TABLE logs;
+ALTER TABLE logs_v6 RENAME TO logs;
+CREATE INDEX logs_by_job ON logs (job_id, id);
+CREATE INDEX logs_by_task ON logs (job_id, idx);
+"""
+"""Schema version 6: log line ids (every reader's cursor, finelog's ``seq``) are never reused
+(AUTOINCREMENT): a replaced job's lines were the newest, so once deleted their ids went to its
+replacement's lines, and a reader holding a cursor of the old run skipped them."""
+
+MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _TREES_V5, _LOGS_V6)
 """Ordered: entry ``n`` takes a store from ``PRAGMA user_version`` ``n`` to ``n + 1``. Append only:
 never edit a released entry (a state dir may have applied it already)."""
 
