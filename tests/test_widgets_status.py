@@ -121,7 +121,7 @@ def test_job_text_is_escaped_everywhere() -> None:
     controller.add_log(0, XSS)
     panel = panel_for(controller)
     panel.refresh()
-    shown = "".join(w.value for w in (panel.header, panel.tasks, panel.logs, panel.failure, panel.reason))
+    shown = "".join(w.value for w in (panel.header, panel.tasks, panel.logs.view, panel.failure, panel.reason))
     assert "<img" not in shown and shown.count("&lt;img src=x onerror=alert(1)&gt;") >= 3
 
 
