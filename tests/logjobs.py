@@ -38,7 +38,8 @@ def many_lines_script(count: int) -> str:
     return (f"import sys\nsys.stdout.writelines(f'line {{i}} of {count}\\n' for i in range(1, {count + 1}))")
 
 
-def python_job(name: str, script: str, *, user: str = "alice") -> Plan:
-    """A one-task job running ``script`` with the controller's Python (``python3`` first on PATH)."""
+def python_job(name: str, script: str, *, user: str = "alice", replicas: int = 1) -> Plan:
+    """A job of ``replicas`` tasks running ``script`` with the controller's Python (``python3``
+    first on PATH)."""
     return plan(JobRequest(name=name, entrypoint=Entrypoint.from_binary("python3", ["-c", script]),
-                           resources=ResourceConfig(cpu=1, ram="512m", disk="1g")), user=user)
+                           resources=ResourceConfig(cpu=1, ram="512m", disk="1g"), replicas=replicas), user=user)
