@@ -58,6 +58,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("fit.py", quick_args=("20",), limit=120),
     Bench("twin.py", quick_args=("--quick",), limit=300),
     Bench("sidebar.py", quick_args=("--watch", "70", "--jobs", "20"), limit=300),
+    Bench("logview.py", quick_args=("--lines", "20000"), limit=300),
     Bench("soak.py", ("--runs", "2000"), ("--runs", "100"), limit=1200),
     Bench("live.py", quick_args=("--jobs", "7", "--rounds", "1"), limit=720),
     Bench("live.py", ("--real-iris",), ("--real-iris", "--jobs", "7", "--rounds", "1"), limit=780),

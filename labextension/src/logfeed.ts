@@ -84,28 +84,30 @@ export class LogFeed {
     });
   }
 
-  /** Read the page before the first row. */
+  /** Read the page before the first row (once at a time: asking again meanwhile waits for it). */
   older(): Promise<boolean> {
-    return this._run(async () => {
+    this._older ??= this._run(async () => {
       if (this.window.atStart || !this.window.rows.length) {
         return false;
       }
       const page = await this._read(0, { tail: true, before: this.window.firstSeq });
       this.window.prepend(page.entries, page.entries.length < PAGE);
       return true;
-    });
+    }).finally(() => (this._older = null));
+    return this._older;
   }
 
-  /** Read the page after the last row (when the window no longer reaches the newest). */
+  /** Read the page after the last row when the window no longer reaches the newest (once at a time). */
   newer(): Promise<boolean> {
-    return this._run(async () => {
+    this._newer ??= this._run(async () => {
       if (this.window.atEnd) {
         return false;
       }
       const page = await this._read(this.window.lastSeq);
       this.window.append(page.entries, page.cursor, page.entries.length < PAGE);
       return true;
-    });
+    }).finally(() => (this._newer = null));
+    return this._newer;
   }
 
   /** Show the newest rows again (reading them if the window no longer holds them). */
@@ -177,5 +179,7 @@ export class LogFeed {
   }
 
   private _queue: Promise<void> = Promise.resolve();
+  private _older: Promise<boolean> | null = null;
+  private _newer: Promise<boolean> | null = null;
   private _changed = new Signal<this, void>(this);
 }

@@ -150,7 +150,7 @@ export class LogView {
       this._scroller.scrollTop = indexOfSeq(rows, this._anchorSeq) * ROW_PX + this._anchorOffset;
     }
     this._render(true);
-    this._prefetch(feed);
+    this._prefetch(feed, this._scroller.scrollTop, this._scroller.clientHeight);
     this._latest.hidden = this._stick && feed.window.atEnd && !feed.marked;
     const filtered = feed.filter.substring !== '' || feed.filter.minLevel !== '';
     this._note.textContent = feed.error
@@ -168,16 +168,16 @@ export class LogView {
                 : 'No output yet.';
   }
 
-  /** Put the rows in view (and the overscan) in the DOM; `force`: even if the range is the same. */
-  private _render(force = false): void {
+  /** Put the rows in view (and the overscan) in the DOM; `force`: even if the range is the same.
+   * The view's scroll offset and height are passed in when known (reading them lays the page out). */
+  private _render(force = false, top = this._scroller.scrollTop, height = this._scroller.clientHeight): void {
     const feed = this._feed;
     if (!feed) {
       return;
     }
     const rows = feed.window.rows;
-    const top = this._scroller.scrollTop;
     const first = Math.max(0, Math.floor(top / ROW_PX) - OVERSCAN);
-    const last = Math.min(rows.length, Math.ceil((top + this._scroller.clientHeight) / ROW_PX) + OVERSCAN);
+    const last = Math.min(rows.length, Math.ceil((top + height) / ROW_PX) + OVERSCAN);
     if (!force && first === this._first && last === this._last) {
       return;
     }
@@ -202,19 +202,18 @@ export class LogView {
     if (!feed) {
       return;
     }
-    const scroller = this._scroller;
-    const atBottom = scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - ROW_PX;
-    this._stick = atBottom && feed.window.atEnd && !feed.marked;
+    const { scrollTop, clientHeight, scrollHeight } = this._scroller;
+    this._stick = scrollTop + clientHeight >= scrollHeight - ROW_PX && feed.window.atEnd && !feed.marked;
     this._latest.hidden = this._stick;
-    this._anchorFromScroll();
-    this._render();
-    this._prefetch(feed);
+    this._anchorFromScroll(scrollTop);
+    this._render(false, scrollTop, clientHeight);
+    this._prefetch(feed, scrollTop, clientHeight);
   }
 
   /** Read the next page when the view is within `PREFETCH` rows of an edge of what is held. */
-  private _prefetch(feed: LogFeed): void {
-    const top = Math.floor(this._scroller.scrollTop / ROW_PX);
-    const bottom = Math.ceil((this._scroller.scrollTop + this._scroller.clientHeight) / ROW_PX);
+  private _prefetch(feed: LogFeed, scrollTop: number, clientHeight: number): void {
+    const top = Math.floor(scrollTop / ROW_PX);
+    const bottom = Math.ceil((scrollTop + clientHeight) / ROW_PX);
     if (top < PREFETCH && !feed.window.atStart && feed.loaded && !feed.error) {
       void feed.older();
     } else if (feed.window.rows.length - bottom < PREFETCH && !feed.window.atEnd && !feed.error) {
@@ -223,11 +222,11 @@ export class LogView {
   }
 
   /** Remember which row is at the top of the view, to keep it there when rows come or go. */
-  private _anchorFromScroll(): void {
+  private _anchorFromScroll(scrollTop = this._scroller.scrollTop): void {
     const rows = this._feed?.window.rows ?? [];
-    const index = Math.min(rows.length - 1, Math.floor(this._scroller.scrollTop / ROW_PX));
+    const index = Math.min(rows.length - 1, Math.floor(scrollTop / ROW_PX));
     this._anchorSeq = index >= 0 ? rows[index].line.seq : 0;
-    this._anchorOffset = this._scroller.scrollTop - Math.max(0, index) * ROW_PX;
+    this._anchorOffset = scrollTop - Math.max(0, index) * ROW_PX;
   }
 
   private async _jumpToLatest(): Promise<void> {
