@@ -33,14 +33,13 @@ from fray_jupyter.server.handlers import (
     EventsHandler,
     JobHandler,
     JobsHandler,
-    LogDownloadHandler,
-    LogsHandler,
     OutputFileHandler,
     OutputsHandler,
     StatusHandler,
     TaskHandler,
 )
 from fray_jupyter.server.link import ControllerLink
+from fray_jupyter.server.logs import LogDownloadHandler, LogsHandler
 from fray_jupyter.server.watch import ChangeHub
 
 JOB: Final[str] = r"(?P<job_id>[^/]+)"

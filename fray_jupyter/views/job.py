@@ -63,7 +63,7 @@ STYLE: Final[str] = """<style>
 .fray-log-box{display:flex !important;flex-direction:column-reverse;max-height:18em;overflow:auto;
  background:var(--jp-layout-color2,#f5f5f5);border-radius:4px}
 .fray-log{margin:0;padding:4px 6px;white-space:pre-wrap;word-break:break-all}
-.fray-log a{color:var(--jp-content-link-color,#1976d2);text-decoration:underline}
+.fray-log a,.fray-failure a{color:var(--jp-content-link-color,#1976d2);text-decoration:underline}
 .fray-log-task{opacity:.65}.fray-log-task.fray-log-warning{color:#b27d12;opacity:1}
 .fray-log-task.fray-log-error{color:#b22b31;opacity:1}
 .fray-log-mark{background:var(--jp-warn-color3,#fff3e0);display:inline-block;width:100%}

@@ -67,11 +67,12 @@ class LogBox(widgets.VBox):
                                         layout=widgets.Layout(width="18em"))
         self.min_level = widgets.Dropdown(options=LEVEL_OPTIONS, value="", layout=widgets.Layout(width="9em"),
                                           tooltip="lowest level shown (Iris's levels)")
-        self.follow_button = widgets.ToggleButton(value=True, description="Following", icon="arrow-down",
+        fit = widgets.Layout(width="auto")
+        self.follow_button = widgets.ToggleButton(value=True, description="Following", icon="arrow-down", layout=fit,
                                                   tooltip="press to pause the log; press again to jump to the latest line")
-        self.traceback_button = widgets.Button(description="Jump to traceback", icon="bug",
+        self.traceback_button = widgets.Button(description="Jump to traceback", icon="bug", layout=fit,
                                                tooltip="show the last Python traceback in the job's log")
-        self.save_button = widgets.Button(description="Save full log", icon="download",
+        self.save_button = widgets.Button(description="Save full log", icon="download", layout=fit,
                                           tooltip=f"write every line to ./{log_file_name(job_id)}")
         self.note = widgets.HTML()
         self.view = self._new_view()
