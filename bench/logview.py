@@ -11,7 +11,9 @@ between two frames the browser drew):
 2. Scroll: the view is scrolled from the bottom to the first line, ``--step`` rows per frame
    (older pages are read as the top of what is held comes near); the frames, how long it took,
    and the most log rows in the DOM at any frame.
-3. The peer, in the same page and run: a plain ``<pre>`` of the same log text (the download, so
+3. The download: ``GET /fray/jobs/<id>/logs/download`` streamed to the end (every line, how long,
+   how fast), outside the browser.
+4. The peer, in the same page and run: a plain ``<pre>`` of the same log text (the download, so
    the same lines, without colours), in a box of the same size: the frames to paint its tail
    (set as text, scrolled to the bottom) and to scroll it from bottom to top by the same step.
    Why this peer: it is the cheapest way a browser shows every line at all (no spans, no
@@ -32,6 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -169,6 +174,19 @@ def measure(lab: Lab, job_id: str, first_seq: int, last_line: str, step_px: int)
     return {"tail": tail, "scroll": scroll, "peer": peer, "peer_scroll": peer_scroll}
 
 
+def download(lab: Lab, job_id: str) -> tuple[int, int, float]:
+    """Stream the job's full log from the server: (lines, bytes, seconds)."""
+    lines = size = 0
+    started = time.perf_counter()
+    with httpx.Client(base_url=lab.url, headers={"Authorization": f"token {lab.token}"}, timeout=120) as http, \
+            http.stream("GET", f"/fray/jobs/{quote(job_id, safe='')}/logs/download") as response:
+        response.raise_for_status()
+        for chunk in response.iter_bytes():
+            lines += chunk.count(b"\n")
+            size += len(chunk)
+    return lines, size, time.perf_counter() - started
+
+
 def report(lines: int, step_rows: int, figures: dict[str, Any]) -> None:
     tail, scroll, peer, peer_scroll = figures["tail"], figures["scroll"], figures["peer"], figures["peer_scroll"]
     tail_worst, peer_tail_worst = max(tail["frames"]), max(peer["tail"])
@@ -193,6 +211,11 @@ def report(lines: int, step_rows: int, figures: dict[str, Any]) -> None:
                   scroll_p95 <= GOAL_FRAME_MS and bool(scroll["reached"])))
     record(Figure(BENCH, f"sidebar log, {shown}: most log rows in the DOM", str(scroll["most"]),
                   f"<= {MOST_DOM_ROWS}", scroll["most"] <= MOST_DOM_ROWS))
+    got, size, seconds = figures["download"]
+    print(f"full log download: {got:,} lines, {size / 2**20:.1f} MiB in {seconds:.2f} s "
+          f"({size / 2**20 / seconds:.1f} MiB/s)  [goal every line: {'pass' if got == lines else 'MISS'}]")
+    record(Figure(BENCH, f"full log download, {shown}", f"{got:,} lines, {size / 2**20:.1f} MiB in {seconds:.2f} s",
+                  "every line", got == lines))
 
 
 def main() -> None:
@@ -213,6 +236,7 @@ def main() -> None:
                 print(f"{args.lines:,}-line task ran and stored in {time.perf_counter() - started:.1f} s")
                 assert first and last and last[0].data.startswith(f"step {args.lines} "), last
             figures = measure(lab, job_id, first[0].seq, last[0].data, args.step * 18)
+            figures["download"] = download(lab, job_id)
         finally:
             os.killpg(info.pid, signal.SIGTERM)  # the controller we started leads its own process group
     report(args.lines, args.step, figures)
