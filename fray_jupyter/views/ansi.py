@@ -17,8 +17,9 @@ Rules:
   become ``#rrggbb``) or ``2;r;g;b`` (truecolour). A palette colour is a class (``fg-9``), any
   other colour an inline style; inverse swaps the two (a default one becomes ``fg-reverse`` /
   ``bg-reverse``). Anything else is ignored.
-* Links: ``http(s)://`` URLs in the text, without trailing ``.,;:!?)]}``, and OSC 8 hyperlinks
-  whose target is an ``http(s)`` URL; any other target is dropped, its text kept.
+* Links: ``http(s)://`` URLs in the text (``views.links.BARE_URL``: up to a blank, a quote, an
+  angle bracket or a bracket, without trailing ``.,;:!?``, as in status text), and OSC 8 hyperlinks
+  whose target is such a URL; any other target is dropped, its text kept.
 * The line keeps at most ``MAX_LINE_CHARS`` columns; when more were written, a ``more`` span says
   it was cut (the full log has it whole). Trailing unstyled blanks are dropped.
 * HTML: every character is escaped; classes are ``fray-ansi-<name>``; a link is
@@ -32,10 +33,11 @@ from dataclasses import dataclass, replace
 from html import escape
 from typing import Any, Final
 
+from fray_jupyter.views.links import BARE_URL, TRAILING
+
 MAX_LINE_CHARS: Final[int] = 4000
 CUT_NOTE: Final[str] = f" … (cut at {MAX_LINE_CHARS} characters)"
-URL: Final[re.Pattern[str]] = re.compile(r"https?://[^\x00-\x20\x7f<>\"'`]+")
-URL_TAIL: Final[re.Pattern[str]] = re.compile(r"[.,;:!?)\]}]+$")
+URL: Final[re.Pattern[str]] = re.compile(BARE_URL)
 CUBE: Final[tuple[int, ...]] = (0, 95, 135, 175, 215, 255)
 """The 6 levels of each channel in the 256-colour cube (indices 16-231)."""
 CLASS_PREFIX: Final[str] = "fray-ansi-"
@@ -276,7 +278,7 @@ def line_spans(text: str) -> list[Span]:
         cells.pop()
     plain = "".join(char for char, _ in cells)
     for found in URL.finditer(plain):
-        url = URL_TAIL.sub("", found.group())
+        url = found.group().rstrip(TRAILING)
         for index in range(found.start(), found.start() + len(url)):
             char, style = cells[index]
             if not style.link:

@@ -159,9 +159,9 @@ def root_cause_html(task_id: str, lines: Sequence[str]) -> str:
     if not lines:
         return ""
     *context, last = lines
-    body = escape("\n".join(context) + ("\n" if context else ""))
+    body = "".join(line_html(line) + "\n" for line in context)  # log lines: shown as a terminal shows them
     return (f'<div class="fray-status fray-failure fray-root-cause"><b>likely root cause of task '
-            f'{escape(task_label(task_id))}</b><pre>{body}<b class="fray-root-line">{escape(last)}</b></pre></div>')
+            f'{escape(task_label(task_id))}</b><pre>{body}<b class="fray-root-line">{line_html(last)}</b></pre></div>')
 
 
 def retries_text(task: J.TaskStatus, limits: RetryLimits) -> str:

@@ -6,7 +6,7 @@ Rules:
 
 * A stored row is one line as Iris captured it (``iris.loglines``: a carriage return ends a row),
   so a tqdm bar arrives as one row per redraw. A row *redraws* when what it shows
-  (``views.ansi``) is a tqdm frame (Iris's pattern) or when it starts by erasing the line (``ESC [
+  (``views.ansi``) is a tqdm frame (Iris's pattern, ``iris.highlights.is_progress_bar``) or when it starts by erasing the line (``ESC [
   2K``, ``ESC [ K``: rich's redraw). A redraw replaces the previous shown row of the same task
   attempt and stream (its log key and ``source``), looked for among the last
   ``REDRAW_LOOKBACK`` shown rows, when that row is blank or itself a redraw; the new row is shown
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from html import escape
 from typing import Final
 
-from fray_jupyter.iris.loglines import is_progress_bar_line, strip_rank_tag
+from fray_jupyter.iris.highlights import is_progress_bar, without_rank_tag
 from fray_jupyter.iris.proto import logging_pb2
 from fray_jupyter.views.ansi import line_html, line_spans
 
@@ -47,7 +47,7 @@ def shown_text(data: str) -> str:
 
 def redraws(data: str) -> bool:
     """Whether a row redraws the line before it (see the module rules)."""
-    return ERASES_LINE.match(data) is not None or is_progress_bar_line(shown_text(data))
+    return ERASES_LINE.match(data) is not None or is_progress_bar(shown_text(data))
 
 
 def _replaceable(data: str) -> bool:
@@ -82,7 +82,7 @@ def traceback_end(rows: Sequence[LogEntry], start: int) -> int:
         if row.key != head.key or row.source != head.source:
             continue
         end = index
-        text = strip_rank_tag(shown_text(row.data))
+        text = without_rank_tag(shown_text(row.data))
         if text and not text[0].isspace():
             break
     return end

@@ -11,9 +11,10 @@
 
 export const MAX_LINE_CHARS = 4000;
 export const CUT_NOTE = ` … (cut at ${MAX_LINE_CHARS} characters)`;
-const URL = /https?:\/\/[^\x00-\x20\x7f<>"'`]+/g;
-const URL_FULL = /^https?:\/\/[^\x00-\x20\x7f<>"'`]+$/;
-const URL_TAIL = /[.,;:!?)\]}]+$/;
+/** A bare web address, as the panel's `views/links.py` `BARE_URL`, then its trailing punctuation cut. */
+const URL = /https?:\/\/[^\s<>"'()[\]]+/g;
+const URL_FULL = /^https?:\/\/[^\s<>"'()[\]]+$/;
+const URL_TAIL = /[.,;:!?]+$/;
 /** The 6 levels of each channel in the 256-colour cube (indices 16-231). */
 const CUBE = [0, 95, 135, 175, 215, 255];
 

@@ -1,13 +1,11 @@
-"""``iris.loglines`` gives every line of a corpus the level and the tqdm verdict Iris's own
-``classify_log_level`` and ``is_progress_bar_line`` give it."""
+"""``iris.loglines`` gives every line of a corpus the level Iris's own ``classify_log_level`` gives it."""
 
 from __future__ import annotations
 
 import pytest
-from iris.cluster.log_highlights import is_progress_bar_line as iris_is_progress_bar_line
 from iris.cluster.log_keys import classify_log_level
 
-from fray_jupyter.iris.loglines import is_progress_bar_line, log_level
+from fray_jupyter.iris.loglines import log_level
 
 CORPUS = (
     "", "hello", "I20260102 12:34:56 iris.worker up", "W0102 careful", "E0102 broke", "D0 debug", "C0 fatal",
@@ -22,6 +20,3 @@ CORPUS = (
 def test_levels_are_iris_s(source: str) -> None:
     assert [log_level(source, line) for line in CORPUS] == [classify_log_level(source, line) for line in CORPUS]
 
-
-def test_progress_bar_frames_are_iris_s() -> None:
-    assert [is_progress_bar_line(line) for line in CORPUS] == [iris_is_progress_bar_line(line) for line in CORPUS]
