@@ -418,8 +418,8 @@ def test_the_api_answers_under_the_servers_base_url_and_nothing_at_the_root(
         api: Callable[..., Reply], shared: ControllerProcess, http_server_client: Any, jp_base_url: str,
         jp_auth_header: dict[str, str], jp_asyncio_loop: Any) -> None:
     job_id = submit(shared, "echo hi", replicas=1, wait_for=FINISHED)
-    paths = ["status", "clusters", "jobs", job_path(job_id), job_path(job_id, "logs"), job_path(job_id, "tasks", "0"),
-             job_path(job_id, "outputs")]
+    paths = ["status", "clusters", "jobs", job_path(job_id), job_path(job_id, "logs"), job_path(job_id, "logs", "download"),
+             job_path(job_id, "tasks", "0"), job_path(job_id, "outputs")]
     assert [api(path).code for path in paths] == [200] * len(paths)
     at_root = [fetch(http_server_client, jp_asyncio_loop, "/", path, headers=dict(jp_auth_header)).code
                for path in [*paths, "events"]]
