@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
@@ -15,7 +14,6 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 from fray_jupyter.flags import add_fit_arguments, add_job_arguments, command_entrypoint, job_from_args
 
 if TYPE_CHECKING:
-    from fray_jupyter.client.fit import Fit
     from fray_jupyter.planning import Plan
 
 NEVER_EXIT, UNKNOWN_EXIT = 3, 4
@@ -77,9 +75,10 @@ def _check(result: Plan, url: str | None, cluster: str | None = None) -> FitVerd
     read here (what a started one would answer, without starting one). A gang no slice can hold
     needs no controller."""
     from fray_jupyter.client import ControllerUnreachable, FrayError, connect
-    from fray_jupyter.client.budget import budget
+    from fray_jupyter.client.budget import NOT_RUNNING, budget
     from fray_jupyter.client.discovery import NO_CONTROLLER_URL
     from fray_jupyter.client.fit import Fit, fit
+    from fray_jupyter.controller.cluster import read_embedded_fit
 
     picture, source = budget(result, None), ""
     if result.errors:
@@ -93,7 +92,8 @@ def _check(result: Plan, url: str | None, cluster: str | None = None) -> FitVerd
         except ControllerUnreachable as error:
             if error.url != NO_CONTROLLER_URL:
                 return _unanswered(error, picture.as_dict())
-            verdict, source = _read_embedded_profile(result)
+            verdict, source = read_embedded_fit(result)
+            picture = budget(result, None, why=NOT_RUNNING)
         except FrayError as error:
             return _unanswered(error, picture.as_dict())
     return {"verdict": verdict.verdict, "reason": verdict.reason, "line": verdict.line,
@@ -104,22 +104,6 @@ def _unanswered(error: Exception, budget: dict[str, Any]) -> FitVerdict:
     reason = f"no controller answered ({' '.join(str(error).split())})"
     return {"verdict": "unknown", "reason": reason, "line": f"fit: unknown — {reason}", "candidates": [], "source": "",
             "budget": budget}
-
-
-def _read_embedded_profile(result: Plan) -> tuple[Fit, str]:
-    """The verdict of an embedded controller started now, read from the profile it would apply
-    (``controller.cluster``: its shape is a function of the profile alone), and the source line."""
-    from fray_jupyter.client.fit import fit_from
-    from fray_jupyter.controller.cluster import CLUSTER_CONFIG_ENV, Cluster, embedded_profile
-    from fray_jupyter.iris.proto.controller_pb2 import Controller
-
-    profile = embedded_profile()
-    cluster = Cluster(profile)
-    verdict = fit_from(result, cluster.autoscaler_status(Controller.GetAutoscalerStatusRequest()),
-                       cluster.list_workers(Controller.ListWorkersRequest()), profile)
-    named = f" (${CLUSTER_CONFIG_ENV})" if os.environ.get(CLUSTER_CONFIG_ENV) else ""
-    return verdict, (f"read from the embedded controller's profile {profile.name!r}{named}: no controller is "
-                     "running, and none was started")
 
 
 def build_parser() -> argparse.ArgumentParser:

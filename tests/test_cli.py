@@ -85,6 +85,8 @@ def test_check_on_a_fresh_machine_reads_the_embedded_controllers_profile(tmp_pat
         "fit: now — idle workers can take the gang now",
         "  gpu_h100x8 (no region, on_demand, 4/4 slices ready)",
         "  (read from the embedded controller's profile 'default': no controller is running, and none was started)"]
+    budget_line = next(line for line in now.stdout.splitlines() if line.startswith("budget: "))
+    assert budget_line.endswith("budget is unknown (no controller is running)"), budget_line
     never = _run("plan", "--gpu", "A100x8", "--check", env=env)
     assert never.returncode == 3 and "\nfit: never — Job /carol/cli-job is unschedulable" in never.stdout
     assert "no scaling group provides device gpu:a100" in never.stdout
