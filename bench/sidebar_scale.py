@@ -1,12 +1,13 @@
 """The Fray Jobs sidebar on a shared cluster, in Chromium: how fast it shows my jobs, switches whose
 jobs it lists, searches, and expands a wide parent, and how many rows it holds in the DOM.
 
-Run: ``.venv/bin/python bench/sidebar_scale.py [--repeat 5]``
+Run: ``.venv/bin/python bench/sidebar_scale.py [--repeat 5]``; ``bench/run`` runs it as the second
+phase of ``bench/sidebar.py`` (``--scale-repeat``), in the same JupyterLab.
 
 A real JupyterLab (tests/ui/labserver.py) on Debian Chromium; its embedded controller's store is
 seeded before it starts (``tests/seeded_store``) with 10,000 finished jobs of 50 users (2,000 roots
 with 4 steps each; 200 roots are mine) plus ``WIDE_PARENTS`` roots of mine with 500 children each.
-Notifications are off, so nothing is read before the sidebar opens. Each figure is the median of
+Notifications are turned off first (Settings → Fray Jobs), so nothing is read before the sidebar opens. Each figure is the median of
 ``--repeat`` samples, timed in the page (``performance.now()``) from the user's action to the DOM
 showing its result, beside its peer measured in the same run: the same REST answer fetched by the
 page alone (what the sidebar adds is the ratio's excess over 1).
@@ -28,8 +29,12 @@ import json
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -119,8 +124,30 @@ def pick_user(user: str) -> str:
             f"{json.dumps(user)})); s.value = {json.dumps(user)}; s.dispatchEvent(new Event('change'));")
 
 
+@contextmanager
+def seeded_controller(lab: Lab) -> Iterator[None]:
+    """The lab's embedded controller for the while: one whose store is seeded with ``seeds()``,
+    announced in the lab's runtime file (where none may run now)."""
+    state = lab.root.parent / "scale-state"
+    seed_store(state, seeds())
+    controller = start_controller(state, runtime_file=lab.root.parent / "runtime" / RUNTIME_FILE_NAME)
+    try:
+        yield
+    finally:
+        stop_quietly(controller)
+
+
+def notifications_off(lab: Lab) -> None:
+    """Turn the sidebar's notifications off (no background reads before it opens)."""
+    httpx.put(f"{lab.url}/lab/api/settings/fray-jupyter:plugin", params={"token": lab.token},
+              json={"raw": json.dumps({"notifications": False})}, timeout=30).raise_for_status()
+
+
 def measure(lab: Lab, repeat: int) -> dict[str, list[float]]:
+    """``repeat`` samples of each figure (see the module docstring) in the lab's Chromium pages."""
     from playwright.sync_api import sync_playwright
+
+    notifications_off(lab)
 
     samples: dict[str, list[float]] = {key: [] for key in (
         "open", "open_rest", "everyone", "everyone_rest", "user", "user_rest", "search", "search_rest", "expand",
@@ -164,25 +191,10 @@ def measure(lab: Lab, repeat: int) -> dict[str, list[float]]:
     return samples
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--repeat", type=int, default=5, help="samples per figure (fresh pages)")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="fray-bench-scale-") as scratch_dir:
-        scratch = Path(scratch_dir)
-        settings = scratch / "lab" / "settings" / "fray-jupyter"
-        settings.mkdir(parents=True)
-        (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"notifications": False}))
-        total = seed_store(scratch / "lab" / "data" / "fray" / "state", seeds())
-        with running_lab(scratch / "lab") as lab:
-            controller = start_controller(scratch / "lab" / "data" / "fray" / "state",
-                                          runtime_file=scratch / "lab" / "runtime" / RUNTIME_FILE_NAME)
-            try:
-                samples = measure(lab, max(1, args.repeat))
-            finally:
-                stop_quietly(controller)
+def report(samples: dict[str, list[float]]) -> None:
+    """Print and record the figures of ``measure``."""
     median = {key: statistics.median(values) for key, values in samples.items()}
-    print(f"  store: {total:,} jobs of 50 users ({WIDE_PARENTS} of my roots have {WIDE} children each)")
+    print(f"  store: {len(seeds()):,} jobs of 50 users ({WIDE_PARENTS} of my roots have {WIDE} children each)")
 
     def figure(name: str, key: str, peer: str, goal_key: str | None) -> None:
         value, base = median[key], median[peer]
@@ -202,6 +214,16 @@ def main() -> int:
     print(f"  rows in the DOM at most: {rows} [goal <= {GOAL_DOM_ROWS}: {'pass' if rows <= GOAL_DOM_ROWS else 'MISS'}]")
     record(Figure(BENCH, "rows in the DOM at most (a 500-child parent open, 10,000 jobs)", str(rows),
                   f"<= {GOAL_DOM_ROWS}", rows <= GOAL_DOM_ROWS))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--repeat", type=int, default=5, help="samples per figure (fresh pages)")
+    args = parser.parse_args()
+    with (tempfile.TemporaryDirectory(prefix="fray-bench-scale-") as scratch,
+          running_lab(Path(scratch) / "lab") as lab, seeded_controller(lab)):
+        samples = measure(lab, max(1, args.repeat))
+    report(samples)
     return 0
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.store import MIGRATIONS, SCHEMA_VERSION, JobRow, SchemaTooNew, Store
+from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
+from fray_jupyter.controller.store import JobRow, SchemaTooNew, Store
 from fray_jupyter.iris.proto import job_pb2 as J
 
 
@@ -213,6 +214,26 @@ def test_a_tree_is_read_and_deleted_whole_and_reports_its_parents(tmp_path: Path
     assert deleted == ["/alice/p/c", "/alice/p/c/g"] and store.last_log_id("/alice/p/c/g") == 0
     assert sorted(row.job_id for row in store.query_jobs("1", [], "id", 10, 0)[0]) == [
         "/alice/p", "/alice/p-2", "/alice/p/d", "/alice/p0"]
+
+
+def test_log_ids_are_never_reused(tmp_path: Path) -> None:
+    """A log line's id is every reader's cursor: a replacement's lines must come after the old run's."""
+    def replace_with_one_line(store: Store, data: str) -> int:
+        with store.transaction():
+            store.delete_tree("/alice/a")
+            store.insert_job(_job("/alice/a", replicas=1))
+        store.append_logs([("/alice/a", 0, 0, 1, "stdout", data)])
+        return store.last_log_id("/alice/a")
+
+    store = Store(tmp_path / "db.sqlite3")
+    first = replace_with_one_line(store, "first run")
+    second = replace_with_one_line(store, "second run")
+    store.close()
+    store = Store(tmp_path / "db.sqlite3")
+    third = replace_with_one_line(store, "third run")
+    assert first < second < third
+    assert [row.data for row in store.read_logs("/alice/a", idx=None, after_id=second, since_ms=0, substring="",
+                                                attempt=None, limit=10, newest=False)] == ["third run"]
 
 
 def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:

@@ -15,16 +15,13 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { FrayApiError, cancelJob, getJob, getLogs, getOutputs, getStatus, listJobs } from './api';
+import { FrayApiError, cancelJob, getJob, getOutputs, getStatus, listJobs } from './api';
 import { fingerprint, JobWatcher } from './changes';
 import { JobListing } from './listing';
+import { LogFeed } from './logfeed';
 import { PAGE_SIZE } from './scope';
-import type { IControllerStatus, IJob, ILogLine, ITask, ITaskOutputs, IRetryLimits } from './types';
+import type { IControllerStatus, IJob, ITask, ITaskOutputs, IRetryLimits } from './types';
 
-/** Lines of a followed log kept in the browser (older ones are dropped from the view). */
-export const MAX_LOG_LINES = 2000;
-/** Lines fetched when a job is opened: the newest ones. */
-export const FIRST_LOG_LINES = 500;
 /** Child jobs shown in an open job's detail (the list's tree shows them all). */
 export const DETAIL_CHILDREN = 50;
 
@@ -34,12 +31,8 @@ export interface IOpenJob {
   limits: IRetryLimits;
   /** Its first `DETAIL_CHILDREN` child jobs, oldest first, and how many it has (null: none). */
   children: { jobs: IJob[]; total: number } | null;
-  logs: ILogLine[];
-  cursor: number;
-  /** Lines received since the job was opened (`logs` keeps the last `MAX_LOG_LINES`). */
-  received: number;
-  /** Lines were dropped because the log is longer than `MAX_LOG_LINES`. */
-  logsTrimmed: boolean;
+  /** Its log, read page by page (`logfeed.ts`); each refresh reads the rows written since. */
+  log: LogFeed;
   /** What each task wrote under `$IRIS_OUTPUT_DIR`, read once the job has ended (null before). */
   outputs: ITaskOutputs[] | null;
   /** Why the outputs could not be read ('' when they were). */
@@ -65,11 +58,6 @@ async function childrenOf(job: IJob): Promise<IOpenJob['children']> {
   }
   const page = await listJobs({ scope: 'children', parent: job.job_id, sort: 'date', order: 'asc', limit: DETAIL_CHILDREN });
   return { jobs: page.jobs, total: page.total };
-}
-
-/** A page's lines in time order (tasks' lines interleaved), ties by cursor. */
-export function chronological(lines: ILogLine[]): ILogLine[] {
-  return [...lines].sort((a, b) => (a.time_ms ?? 0) - (b.time_ms ?? 0) || a.seq - b.seq);
 }
 
 export class JobsModel {
@@ -189,19 +177,10 @@ export class JobsModel {
     try {
       const detail = await getJob(jobId);
       const children = await childrenOf(detail.job);
-      const logs = await getLogs(jobId, 0, { tail: true, maxLines: FIRST_LOG_LINES });
-      const lines = chronological(logs.entries);
+      const log = new LogFeed(jobId);
+      await log.open();
       const [outputs, outputsError] = await outputsOf(detail.job);
-      this.open = {
-        ...detail,
-        children,
-        logs: lines,
-        cursor: logs.cursor,
-        received: lines.length,
-        logsTrimmed: false,
-        outputs,
-        outputsError
-      };
+      this.open = { ...detail, children, log, outputs, outputsError };
       this.actionError = null;
     } catch (error) {
       this._fail(error);
@@ -232,23 +211,12 @@ export class JobsModel {
     const id = open.job.job_id;
     const detail = await getJob(id);
     const children = await childrenOf(detail.job);
-    const page = await getLogs(id, open.cursor);
+    await open.log.poll();
     const [outputs, outputsError] = open.outputs === null ? await outputsOf(detail.job) : [open.outputs, open.outputsError];
     if (this.open?.job.job_id !== id) {
       return; // closed or switched meanwhile
     }
-    const logs = open.logs.concat(chronological(page.entries));
-    const trimmed = logs.length > MAX_LOG_LINES;
-    this.open = {
-      ...detail,
-      children,
-      logs: trimmed ? logs.slice(logs.length - MAX_LOG_LINES) : logs,
-      cursor: page.cursor,
-      received: open.received + page.entries.length,
-      logsTrimmed: open.logsTrimmed || trimmed,
-      outputs,
-      outputsError
-    };
+    this.open = { ...detail, children, log: open.log, outputs, outputsError };
   }
 
   private async _tree(reading: Promise<void>): Promise<void> {
@@ -273,7 +241,7 @@ export class JobsModel {
       this.status?.url ?? '',
       this.listing.fingerprint(),
       open
-        ? `${open.job.state}|${open.job.completed}|${open.cursor}|${open.tasks.map(t => `${t.state}:${t.attempts}:${t.status_summary}`).join(',')}|${open.outputs?.length ?? '-'}|${open.children ? fingerprint(open.children.jobs) : '-'}`
+        ? `${open.job.state}|${open.job.completed}|${open.log.version}|${open.tasks.map(t => `${t.state}:${t.attempts}:${t.status_summary}`).join(',')}|${open.outputs?.length ?? '-'}|${open.children ? fingerprint(open.children.jobs) : '-'}`
         : '-'
     ].join('\n#\n');
   }

@@ -3,27 +3,25 @@
  * code, why it waits or failed, and below it (when there is any) the status text it reports
  * (Levanter's step, loss, ETA and W&B link: web addresses as links), the likely root cause of a
  * failure (Iris's highlights, the exception line last and in bold), and every attempt — each retry
- * is one — with what they charged against the job's limits. Everything job-provided is text;
- * only `http(s)` addresses become links (`target=_blank`, `noopener`).
+ * is one — with what they charged against the job's limits. Everything job-provided is rendered
+ * as the log view renders a line (`ansi.ts`: colours kept, other escapes dropped, `http(s)`
+ * addresses as links opened in a new tab with `noopener`), never as HTML.
  *
  * Rule: what the user opened (a `<details>`) stays open across refreshes of the same job.
  */
 import { isActive } from './badges';
 import { badge, el } from './dom';
 import { formatDuration, taskRetriesText } from './format';
-import { linkParts } from './links';
+import { lineSpans } from './ansi';
+import { spanNode } from './logview';
 import type { IAttempt, IRetryLimits, ITask } from './types';
 
-/** `text` as a fragment of text nodes and links (see the module rule). */
+/** `text` as a log line shows it (`ansi.ts`: colours, links, no raw escapes), line by line. */
 export function linkedText(text: string): DocumentFragment {
   const fragment = document.createDocumentFragment();
-  for (const part of linkParts(text)) {
-    fragment.append(
-      part.href
-        ? el('a', { text: part.text, attrs: { href: part.href, target: '_blank', rel: 'noopener noreferrer' } })
-        : document.createTextNode(part.text)
-    );
-  }
+  text.split('\n').forEach((line, index) => {
+    fragment.append(...(index ? ['\n'] : []), ...lineSpans(line).map(spanNode));
+  });
   return fragment;
 }
 
@@ -69,7 +67,8 @@ function taskExtras(task: ITask, limits: IRetryLimits, open: ReadonlySet<string>
     const lines = el('pre', { className: 'fj-RootCause', attrs: { 'aria-label': `Likely root cause, task ${label}` } });
     task.root_cause.forEach((line, index) => {
       const last = index === task.root_cause.length - 1;
-      lines.append(last ? el('strong', { text: line }) : document.createTextNode(line), last ? '' : '\n');
+      const shown = linkedText(line);
+      lines.append(last ? el('strong', { children: [shown] }) : shown, last ? '' : '\n');
     });
     extras.push(el('div', { className: 'fj-RootCause-head', text: 'Likely cause' }), lines);
   }
