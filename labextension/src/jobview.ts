@@ -97,7 +97,7 @@ export class JobView {
     this._renderFacts(job, open.limits);
     this._renderLinks(job);
     this._renderChildren(open);
-    this._tasks.replaceChildren(...taskRows(tasks, open.limits, this._tasks));
+    this._tasks.replaceChildren(...taskRows(tasks, open.limits, this._tasks, job.status_message));
     this._renderOutputs(open, sameJob);
     this._log.show(open.log, job.terminal);
   }

@@ -79,14 +79,21 @@ function taskExtras(task: ITask, limits: IRetryLimits, open: ReadonlySet<string>
   return extras;
 }
 
-/** The rows of the tasks table (each task's row, then one with its extras when it has any). */
-export function taskRows(tasks: readonly ITask[], limits: IRetryLimits, container: HTMLElement): HTMLTableRowElement[] {
+/** The rows of the tasks table (each task's row, then one with its extras when it has any); a live
+ * task's controller note is shown when it says more than the job's own (`jobNote`). */
+export function taskRows(
+  tasks: readonly ITask[],
+  limits: IRetryLimits,
+  container: HTMLElement,
+  jobNote = ''
+): HTMLTableRowElement[] {
   const open = new Set(
     [...container.querySelectorAll<HTMLDetailsElement>('details[data-key]')].filter(d => d.open).map(d => d.dataset.key ?? '')
   );
   return tasks.flatMap(task => {
     const note = el('td', { className: 'fj-Wrap' });
-    note.append(linkedText(task.error || task.pending_reason || (isActive(task.state) ? task.status_message : '')));
+    const own = isActive(task.state) && task.status_message !== jobNote ? task.status_message : '';
+    note.append(linkedText(task.error || task.pending_reason || own));
     const row = el('tr', {
       attrs: { 'data-task': String(task.index ?? task.task_id) },
       children: [

@@ -23,7 +23,8 @@ from tests.controller_harness import Wire, launch_request, status_text_rows
 
 XSS = "<img src=x onerror=window.__frayXss=1>"
 FAILING = ("echo 'Traceback (most recent call last):'; echo '  File \"train.py\", line 3, in <module>'; "
-           f"echo \"ValueError: {XSS} lr must be positive\"; exit 2")
+           f"printf '\\033[1;31mValueError\\033[0m: {XSS} lr must be positive\\n'; exit 2")
+"""A traceback whose exception line is coloured (ANSI bold red) and carries markup."""
 
 
 def open_workspace(page: Page, lab: Lab, name: str) -> list[str]:
@@ -61,6 +62,8 @@ def test_a_failed_tasks_root_cause_attempts_and_status_text_show_as_text_with_li
     cause = view.get_by_label("Likely root cause, task 0")
     expect(cause.locator("strong")).to_have_text(f"ValueError: {XSS} lr must be positive")  # the last attempt's
     expect(cause).to_contain_text("Traceback (most recent call last):")
+    expect(cause.locator("strong .fj-ansi-bold")).to_have_text("ValueError")  # coloured, never a raw escape
+    assert "\x1b" not in cause.inner_text() and "[1;31m" not in cause.inner_text()
     expect(view.locator(".fj-Facts")).to_contain_text("2 failed attempts (max_task_failures 1), 0 preemptions")
     attempts = view.locator("details.fj-TaskMore", has_text="2 attempts")
     expect(attempts.locator("summary")).to_have_text(
