@@ -216,7 +216,7 @@ def run(client: FrayClient, name: str, scenario: Scenario, workspace: Path) -> T
         tree.links[relative(root, job_id)] = (_link(root, status.parent_job_id), status.has_children)
         children = client.list(scope="children", parent=job_id, limit=500).jobs
         tree.listed[relative(root, job_id)] = tuple(sorted(relative(root, c.job_id) for c in children))
-    roots = client.list(scope="roots", name_filter=name, limit=500).jobs
+    roots = client.list(user=USER, scope="roots", name_filter=name, limit=500).jobs
     tree.listed["roots"] = tuple(sorted((relative(root, j.job_id), str(j.has_children)) for j in roots
                                         if j.job_id == root))
     tree.seen = _seen(client, root, scenario.prints)
