@@ -29,7 +29,7 @@ from fray_jupyter.controller.iris_local import unavailable_reason
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.magics import ControllerError, FrayMagics, JobFailed
 from fray_jupyter.planning import Plan, plan
-from fray_jupyter.resources import Entrypoint, ResourceConfig
+from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.views.preview import render_preview_html
 from fray_jupyter.widgets.picker import ResourcePicker
 from fray_jupyter.widgets.status import JobStatusPanel
@@ -243,6 +243,34 @@ def test_status_logs_and_jobs_commands(ip: InteractiveShell) -> None:
     assert f"/{USER}/for-commands" in table.data["text/plain"] and "succeeded" in table.data["text/html"]
 
 
+def test_jobs_lists_my_top_level_jobs_by_default_and_others_on_request(ip: InteractiveShell,
+                                                                        client: FrayClient) -> None:
+    """As Iris's dashboard opens: the configured user's roots, newest first, with the controller's
+    total; --everyone, --user, --state, --name and --offset are sent to the controller."""
+    job = JobRequest(name="bobs-job", entrypoint=Entrypoint.from_binary("true", []),
+                     resources=ResourceConfig(cpu=1, ram="512m", disk="1g"))
+    client.wait(client.submit(plan(job, user="bob")), timeout=30)
+    with capture_output():
+        fray(ip, "--wait --name mine-listed", "print(1)\n")
+
+    def table(line: str) -> str:
+        with capture_output() as captured:
+            fray(ip, line)
+        (output,) = captured.outputs
+        assert output.data["text/plain"].splitlines()[-1] in output.data["text/html"].replace("&#x27;", "'")
+        return str(output.data["text/plain"])
+
+    mine = table("jobs --limit 500")
+    total = client.list(limit=1).total
+    assert f"/{USER}/mine-listed" in mine and "/bob/" not in mine
+    assert mine.splitlines()[-1] == f"jobs 1-{total} of {total}: {USER}'s top-level jobs"
+    assert "/bob/bobs-job" in table("jobs --everyone --name bobs-job")
+    assert table("jobs --user bob --state SUCCEEDED").splitlines()[-1] == "jobs 1-1 of 1: bob's top-level jobs"
+    assert table("jobs --user bob --state running").splitlines() == ["no jobs: bob's top-level jobs"]
+    second = table("jobs --limit 1 --offset 1").splitlines()
+    assert len(second) == 3 and second[-1].startswith(f"jobs 2-2 of {total}: ")
+
+
 def test_workspace_modules_travel_with_the_cell(ip: InteractiveShell, tmp_path: Path) -> None:
     (tmp_path / "helpers.py").write_text("def answer():\n    return 42\n")
     with capture_output() as captured:
@@ -364,7 +392,11 @@ BAD_LINES: list[tuple[str, str]] = [
     ("", "give a command"),
     ("frobnicate", "invalid choice: 'frobnicate'"),
     ("status", "required: ID"),
-    ("jobs --limit 0", "--limit must be at least 1, got 0"),
+    ("jobs --limit 0", "--limit must be from 1 to 500, got 0"),
+    ("jobs --offset 5001", "--offset must be from 0 to 5000 (narrow with --state or --name"),
+    ("jobs --state bogus", "--state 'bogus' is not a job state; the states are pending, building, running"),
+    ("jobs --user 'a b'", "--user: user 'a b' must be a non-empty name"),
+    ("jobs --user bob --everyone", "argument --everyone: not allowed with argument --user"),
     ("jobs --limit lots", "invalid int value: 'lots'"),
     ("logs some-job --tail -2", "--tail must not be negative, got -2"),
     ("status some-job --controller nope", "'nope'"),

@@ -249,16 +249,6 @@ def test_durations(seconds: float, text: str) -> None:
     assert view.duration(seconds) == text
 
 
-def test_jobs_table_text_and_html() -> None:
-    jobs = [ScriptedController(state=s).status(f"/alice/j{i}") for i, s in
-            enumerate((J.JOB_STATE_RUNNING, J.JOB_STATE_FAILED))]
-    text = view.jobs_text(jobs, now=3_000)
-    assert text.splitlines()[0].split() == list(view.JOB_COLUMNS)
-    assert "/alice/j1  failed" in text and "running 2.0 s" not in text  # never started: queued
-    html = view.jobs_html(jobs, now=3_000)
-    assert html.count("fray-state-failed") == 1 and view.jobs_text([]) == "no jobs"
-
-
 # -- pollers end (issue 11, item 7) -----------------------------------------------------------------
 def _pollers() -> int:
     return sum(thread.name.startswith("fray-status") for thread in threading.enumerate())

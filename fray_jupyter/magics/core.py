@@ -225,15 +225,31 @@ class FrayMagics(Magics):
     fray_line.__doc__ = LINE_PARSER.format_help()
 
     def _jobs(self, args: Any) -> None:
-        from fray_jupyter.views import job as view
+        """``%fray jobs``: one page of jobs, listed by the controller (every filter runs there): by
+        default yours (the configured user's) and top-level only, newest first."""
+        from fray_jupyter.iris.states import JOB_STATES, MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET
+        from fray_jupyter.views.jobs import Listing, jobs_html, jobs_text
 
-        if args.limit < 1:
-            raise usage(f"--limit must be at least 1, got {args.limit}", f"{LINE} jobs")
+        label = f"{LINE} jobs"
+        if not 1 <= args.limit <= MAX_LIST_JOBS_LIMIT:
+            raise usage(f"--limit must be from 1 to {MAX_LIST_JOBS_LIMIT}, got {args.limit}", label)
+        if not 0 <= args.offset <= MAX_LIST_JOBS_OFFSET:
+            raise usage(f"--offset must be from 0 to {MAX_LIST_JOBS_OFFSET} (narrow with --state or --name to "
+                        f"reach older jobs), got {args.offset}", label)
+        state = args.state.lower().removeprefix("job_state_")
+        if state and state not in JOB_STATES:
+            raise usage(f"--state {args.state!r} is not a job state; the states are {', '.join(JOB_STATES)}", label)
+        try:
+            user = None if args.everyone else resolve_user(args.user or self.user or None)
+        except ValueError as error:
+            raise usage(f"--user: {error}" if args.user else str(error), label) from None
         client = self.client(args.controller, args.cluster)
         with controller_errors("listing jobs"):
-            page = client.list(name_filter=args.name, state=args.state, limit=args.limit)
-        display({"text/html": view.jobs_html(page.jobs), "text/plain": view.jobs_text(page.jobs)},  # type: ignore[no-untyped-call]
-                raw=True)
+            page = client.list(user=user, scope="all" if args.with_children else "roots", name_filter=args.name,
+                               state=state, offset=args.offset, limit=args.limit)
+        listing = Listing(user, args.with_children, args.offset, page.total, page.has_more)
+        display({"text/html": jobs_html(page.jobs, listing),  # type: ignore[no-untyped-call]
+                 "text/plain": jobs_text(page.jobs, listing)}, raw=True)
 
     def _status(self, args: Any) -> JobStatusPanel:
         job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)

@@ -16,6 +16,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from fray_jupyter.flags import add_connection_arguments, add_fit_arguments, add_job_arguments
+from fray_jupyter.iris.states import JOB_STATES
 
 CELL: Final[str] = "%%fray"
 
@@ -117,10 +118,18 @@ def line_parser() -> FrayParser:
     add_connection_arguments(common)
     parser = FrayParser(prog="fray", description=LINE_DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=FrayParser)
-    jobs = commands.add_parser("jobs", parents=[common], help="table of recent jobs")
-    jobs.add_argument("--state", default="", help="only jobs in this state (pending, running, succeeded, …)")
+    jobs = commands.add_parser("jobs", parents=[common],
+                               help="table of your recent top-level jobs (as Iris's dashboard opens)")
+    whose = jobs.add_mutually_exclusive_group()
+    whose.add_argument("--everyone", action="store_true", help="every user's jobs, not only yours")
+    whose.add_argument("--user", metavar="NAME", help="this user's jobs instead of yours")
+    jobs.add_argument("--with-children", action="store_true",
+                      help="child jobs too (coordinators' steps), not only top-level jobs")
+    jobs.add_argument("--state", default="", metavar="STATE",
+                      help=f"only jobs in this state ({', '.join(JOB_STATES)})")
     jobs.add_argument("--name", default="", metavar="TEXT", help="only jobs whose name contains TEXT")
     jobs.add_argument("--limit", type=int, default=20, metavar="N", help="at most N jobs (default 20)")
+    jobs.add_argument("--offset", type=int, default=0, metavar="N", help="skip the N newest (the next page)")
     status = commands.add_parser("status", parents=[common], help="live status panel of a job")
     status.add_argument("job", metavar="ID")
     logs = commands.add_parser("logs", parents=[common], help="print a job's logs")

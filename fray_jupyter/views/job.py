@@ -1,6 +1,6 @@
 """Pure renderings of a running or finished job: its state badge, task grid, log tail, failure
-summary and the jobs table, as HTML (the status panel, ``%fray jobs``) and as text (terminals,
-``--wait``, the error a failed job raises).
+summary, as HTML (the status panel) and as text (terminals, ``--wait``, the error a failed job
+raises); the jobs table ``%fray jobs`` shows is ``views.jobs``.
 
 Rules: every piece of text that comes from the job or the controller (names, ids, errors,
 reasons, worker ids, log lines) is HTML-escaped; state names and task labels are Iris's
@@ -109,7 +109,8 @@ def elapsed(status: J.JobStatus, now: int | None = None) -> str:
     return f"running {duration(max(0, now - started) / 1000)}"
 
 
-def _cut(text: str, limit: int = MAX_CELL_CHARS) -> str:
+def cut(text: str, limit: int = MAX_CELL_CHARS) -> str:
+    """``text`` on one line (whitespace runs collapsed), at most ``limit`` characters (``…`` marks a cut)."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -124,7 +125,7 @@ def badge_html(name: str) -> str:
 def header_html(status: J.JobStatus, now: int | None = None) -> str:
     """Job id and name, state badge, elapsed time, and the controller's status message."""
     name = f' <span class="fray-dim">{escape(status.name)}</span>' if status.name and status.name != status.job_id else ""
-    message = (f'<div class="fray-dim fray-status-message">{escape(_cut(status.status_message, 300))}</div>'
+    message = (f'<div class="fray-dim fray-status-message">{escape(cut(status.status_message, 300))}</div>'
                if status.status_message else "")
     return (f'<div class="fray-status"><code class="fray-job-id">{escape(status.job_id)}</code>{name} '
             f"{badge_html(job_state_name(status.state))} "
@@ -178,7 +179,7 @@ def attempts_html(task: J.TaskStatus, limits: RetryLimits) -> str:
         rows.append(
             f'<tr class="fray-attempt"><td>{attempt.attempt_id}</td><td>{badge_html(task_state_name(attempt.state))}</td>'
             f"<td>{attempt.exit_code if ended_state else ''}</td><td>{escape(ran)}</td>"
-            f'<td class="fray-dim">{escape(_cut(attempt.error, 300))}</td></tr>')
+            f'<td class="fray-dim">{escape(cut(attempt.error, 300))}</td></tr>')
     table = ('<table class="fray-attempts"><tr><th>attempt</th><th>state</th><th>exit</th><th>ran</th><th></th></tr>'
              f'{"".join(rows)}</table>') if rows else '<div class="fray-dim">no attempt yet</div>'
     return (f'<div class="fray-status"><div class="fray-retries">task {escape(task_label(task.task_id))}: '
@@ -214,7 +215,7 @@ def tasks_html(tasks: Sequence[J.TaskStatus]) -> str:
         rows.append(
             f'<tr class="fray-task"><td>{escape(task_label(task.task_id))}</td><td>{badge_html(name)}</td>'
             f"<td>{task.current_attempt_id}</td><td>{task.exit_code if finished else ''}</td>"
-            f"<td>{escape(task.worker_id)}</td><td class=\"fray-dim\">{escape(_cut(note))}</td></tr>")
+            f"<td>{escape(task.worker_id)}</td><td class=\"fray-dim\">{escape(cut(note))}</td></tr>")
     return ('<table class="fray-status fray-tasks"><tr><th>task</th><th>state</th><th>attempt</th>'
             f'<th>exit</th><th>worker</th><th></th></tr>{"".join(rows)}</table>')
 
@@ -257,12 +258,12 @@ def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: S
     succeed; the last ``SUMMARY_LOG_LINES`` log lines."""
     state = job_state_name(status.state).upper()
     exit_code = f", exit code {status.exit_code}" if status.exit_code else ""
-    error = f": {_cut(status.error, 300)}" if status.error else ""
+    error = f": {cut(status.error, 300)}" if status.error else ""
     summary = [f"job {status.job_id} {state} ({elapsed(status, now)}{exit_code}){error}"]
     for task in tasks:
         if task.state != J.TASK_STATE_SUCCEEDED:
             code = f", exit code {task.exit_code}" if task.HasField("finished_at") and task.exit_code else ""
-            why = f": {_cut(task.error)}" if task.error else ""
+            why = f": {cut(task.error)}" if task.error else ""
             summary.append(f"task {task_label(task.task_id)}: {task_state_name(task.state).upper()}{code}{why}")
     tail = list(lines)[-SUMMARY_LOG_LINES:]
     if tail:
@@ -278,44 +279,9 @@ def status_text(status: J.JobStatus, tasks: Sequence[J.TaskStatus], now: int | N
     lines = [head]
     reason = status.pending_reason if status.state == J.JOB_STATE_PENDING else status.error
     if reason:
-        lines.append(f"  {_cut(reason, 300)}")
+        lines.append(f"  {cut(reason, 300)}")
     for task in tasks:
         code = f" exit {task.exit_code}" if task.HasField("finished_at") and task.finished_at.epoch_ms else ""
         lines.append(f"  task {task_label(task.task_id)}: {task_state_name(task.state)} "
                      f"attempt {task.current_attempt_id}{code}")
     return "\n".join(lines)
-
-
-# -- the jobs table ------------------------------------------------------------------------------
-JOB_COLUMNS: Final[tuple[str, ...]] = ("job", "state", "tasks", "submitted", "elapsed", "user")
-
-
-def _job_row(status: J.JobStatus, now: int) -> tuple[str, ...]:
-    submitted = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.submitted_at.epoch_ms / 1000))
-                 if status.submitted_at.epoch_ms else "")
-    return (status.job_id, job_state_name(status.state), f"{status.completed_count}/{status.task_count}",
-            submitted, elapsed(status, now), status.submitting_user)
-
-
-def jobs_text(jobs: Sequence[J.JobStatus], now: int | None = None) -> str:
-    """The jobs as an aligned text table (newest first, as given)."""
-    now = now_ms() if now is None else now
-    if not jobs:
-        return "no jobs"
-    rows = [JOB_COLUMNS, *(_job_row(job, now) for job in jobs)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(JOB_COLUMNS))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
-
-
-def jobs_html(jobs: Sequence[J.JobStatus], now: int | None = None) -> str:
-    """The jobs as an HTML table with state badges."""
-    now = now_ms() if now is None else now
-    if not jobs:
-        return f'{STYLE}<div class="fray-status fray-dim">no jobs</div>'
-    head = "".join(f"<th>{name}</th>" for name in JOB_COLUMNS)
-    body = []
-    for job in jobs:
-        cells = list(map(escape, _job_row(job, now)))
-        cells[0], cells[1] = f"<code>{cells[0]}</code>", badge_html(job_state_name(job.state))
-        body.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
-    return f'{STYLE}<table class="fray-status fray-jobs"><tr>{head}</tr>{"".join(body)}</table>'
