@@ -1,13 +1,13 @@
 """Benchmark the embedded controller and print the figures.
 
-Run: ``.venv/bin/python bench/controller.py [--real-iris] [--ray]``
+Run: ``.venv/bin/python bench/controller.py [--real-iris] [--ray] [--runs 30] [--ray-runs 5]``
 
 1. Submit → first task RUNNING: time from a job's submission returning (LaunchJob response;
    for Ray, ``submit_job`` returning) to the first status poll (every 2 ms) that says RUNNING
    (for Ray: the job's entrypoint has started); median of 30 jobs on the embedded controller
    (Connect, binary proto). In the same run, with ``--real-iris``, on a real Iris local
    controller (marin-iris, 10 jobs) and, with ``--ray``, for Ray Jobs on a local Ray head
-   (``JobSubmissionClient``, a shell job, 5 jobs); ratios printed. Real Iris is polled over a
+   (``JobSubmissionClient``, a shell job, 5 jobs, ``--ray-runs``); ratios printed. Real Iris is polled over a
    new connection per call (see ``_real_iris_samples``). Every controller first runs
    one warm-up job, not counted but printed (a real Iris controller's first job waits for its
    autoscaler to start a worker). A peer that is not installed is skipped with one line.
@@ -151,7 +151,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def first_running(root: Path, runs: int, real_iris: bool, ray: bool) -> None:
+def first_running(root: Path, runs: int, real_iris: bool, ray: bool, ray_runs: int = RAY_RUNS) -> None:
     """Section 1: the embedded controller, then the peers asked for, with ratios."""
     controller = start_controller(root / "latency")
     try:
@@ -169,7 +169,7 @@ def first_running(root: Path, runs: int, real_iris: bool, ray: bool) -> None:
                           lambda: _real_iris_samples(root / "real-iris", min(runs, 10))))
     if ray:
         peers.append(Peer("Ray Jobs, local Ray head", RAY_RATIO_GOAL, ray_head.unavailable_reason(),
-                          lambda: ray_running_latency(root / "ray", RAY_RUNS)))
+                          lambda: ray_running_latency(root / "ray", ray_runs)))
     for label, goal, reason, measure in peers:
         name = f"first RUNNING: embedded vs {label}"
         if reason is not None:
@@ -372,11 +372,12 @@ def main() -> int:
     parser.add_argument("--real-iris", action="store_true", help="also time a real Iris local controller")
     parser.add_argument("--ray", action="store_true", help="also time Ray Jobs on a local Ray head")
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--ray-runs", type=int, default=RAY_RUNS, help="Ray jobs timed (each takes seconds)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fray-bench-") as scratch:
         root = Path(scratch)
         print("1. submit -> first task RUNNING (polled every 2 ms, after one warm-up job)")
-        first_running(root, args.runs, args.real_iris, args.ray)
+        first_running(root, args.runs, args.real_iris, args.ray, args.ray_runs)
         print("2. 1,000 concurrent LaunchJob calls (goal >= 500/s, none lost)")
         concurrent_launches(root, 1000)
         print("3. ListJobs page of 50 over 10,000 jobs (goal <= 20 ms)")

@@ -1,14 +1,19 @@
 """Run every bench in ``bench/`` that exists and print one table of figures with goal and verdict.
 
-Run: ``bench/run [--quick]`` (a wrapper that picks the repo's ``.venv`` Python).
+Run: ``bench/run [--full]`` (a wrapper that picks the repo's ``.venv`` Python).
 
-Rules: each entry of ``BENCHES`` whose script exists runs in its own process, in order, with
-``$FRAY_BENCH_RESULTS`` naming a file where it records its figures (``bench/results.py``); its
-own output is shown as it runs. A bench that records nothing still gets rows: each output line
-carrying ``[goal ...: pass|MISS]`` becomes one. A bench that fails, or runs past its time
-limit, gets an ``error`` row and the rest still run. Peers that are not installed are the
-benches' business: they record a ``skipped`` row with the reason. The exit status is 1 when a
-bench failed, else 0 (a missed goal is a finding, not a failure).
+Rules: the default run measures every goal, each figure beside its peer measured in the same run,
+with shorter windows and fewer repeats, so that it ends within ``DEFAULT_GOAL_S`` on 2 cores; its
+last row is its own wall time against that goal. ``--full`` runs the long soak and idle windows and
+the full repeats. A bench's time limit (about twice its time on a quiet 2-core machine) stops it if
+it hangs; the default run's limits add up to at most ``LIMITS_CAP_S``. Each entry of
+``BENCHES`` whose script exists runs in its own process, in order, with ``$FRAY_BENCH_RESULTS``
+naming a file where it records its figures (``bench/results.py``); its own output is shown as it
+runs. A bench that records nothing still gets rows: each output line carrying
+``[goal ...: pass|MISS]`` becomes one. A bench that fails, or runs past its time limit, gets an
+``error`` row and the rest still run. Peers that are not installed are the benches' business: they
+record a ``skipped`` row with the reason. The exit status is 1 when a bench failed, else 0 (a
+missed goal is a finding, not a failure).
 """
 
 from __future__ import annotations
@@ -39,36 +44,47 @@ GOAL_LINE: Final[re.Pattern[str]] = re.compile(r"^\s*(?P<name>.*?):?\s*(?P<value
 
 @dataclass(frozen=True)
 class Bench:
-    """A bench script, its arguments (full run, and ``--quick``) and a time limit in seconds."""
+    """A bench script, its arguments in the default run and with ``--full``, and the time limit
+    in seconds of each."""
 
     script: str
-    args: tuple[str, ...] = ()
-    quick_args: tuple[str, ...] = ()
-    limit: float = 300.0
+    args: tuple[str, ...]
+    full_args: tuple[str, ...]
+    limit: float
+    full_limit: float
 
+
+DEFAULT_GOAL_S: Final[float] = 600.0
+"""The default run ends within this on the project's 2-core machine (10 minutes): its table's last row."""
+LIMITS_CAP_S: Final[float] = 900.0
+"""The default run's time limits add up to at most this, so even a machine other work slows ends it
+within 15 minutes."""
 
 BENCHES: Final[tuple[Bench, ...]] = (
-    Bench("plan.py", quick_args=("1000",), limit=60),
-    Bench("picker.py", ("--tcp-nodelay",), ("--python-only",), limit=180),
-    Bench("loadext.py", quick_args=("5",), limit=120),
-    Bench("importtime.py", quick_args=("3",), limit=60),
-    Bench("controller.py", ("--real-iris", "--ray"), ("--real-iris", "--ray", "--runs", "10"), limit=360),
-    Bench("jobtree.py", quick_args=("--jobs", "2000"), limit=120),
-    Bench("client.py", quick_args=("50",), limit=120),
-    Bench("iris_cli.py", quick_args=("--runs", "2"), limit=420),
-    Bench("fit.py", quick_args=("20",), limit=120),
-    Bench("twin.py", quick_args=("--quick",), limit=300),
-    Bench("sidebar.py", quick_args=("--watch", "70", "--jobs", "20"), limit=300),
-    Bench("soak.py", ("--runs", "2000"), ("--runs", "100"), limit=1200),
-    Bench("live.py", quick_args=("--jobs", "7", "--rounds", "1"), limit=720),
-    Bench("live.py", ("--real-iris",), ("--real-iris", "--jobs", "7", "--rounds", "1"), limit=780),
+    # script, its arguments in the default run and with --full, and the time limit (s) of each
+    Bench("plan.py", (), (), 10, 60),
+    Bench("picker.py", ("--tcp-nodelay", "--changes", "20"), ("--tcp-nodelay",), 80, 180),
+    Bench("loadext.py", ("8",), (), 25, 120),
+    Bench("importtime.py", ("3",), (), 30, 60),
+    Bench("controller.py", ("--real-iris", "--ray", "--runs", "10", "--ray-runs", "2"), ("--real-iris", "--ray"),
+          100, 360),
+    Bench("jobtree.py", (), (), 5, 120),
+    Bench("client.py", (), (), 30, 120),
+    Bench("iris_cli.py", ("--runs", "2"), (), 90, 420),
+    Bench("fit.py", (), (), 10, 120),
+    Bench("twin.py", ("--quick",), (), 50, 300),
+    Bench("sidebar.py", ("--watch", "30", "--window", "20", "--jobs", "20"), (), 60, 300),
+    Bench("logview.py", ("--step", "1000"), (), 40, 300),
+    Bench("soak.py", ("--runs", "200"), ("--runs", "2000"), 20, 1200),
+    Bench("live.py", ("--jobs", "3", "--rounds", "1", "--window", "30"), (), 170, 720),
+    Bench("live.py", ("--real-iris", "--jobs", "3", "--rounds", "1", "--window", "30"), ("--real-iris",), 180, 780),
 )
 
 
-def run(bench: Bench, quick: bool, results: Path) -> list[Figure]:
+def run(bench: Bench, full: bool, results: Path) -> list[Figure]:
     """Run one bench; its figures (recorded, else scraped from goal lines, else an error row)."""
     name = bench.script.removesuffix(".py")
-    args = bench.quick_args if quick else bench.args
+    args, limit = (bench.full_args, bench.full_limit) if full else (bench.args, bench.limit)
     print(f"\n=== {bench.script} {' '.join(args)}".rstrip(), flush=True)
     started = time.perf_counter()
     env = dict(os.environ, **{RESULTS_ENV: str(results), "PYTHONUNBUFFERED": "1"})
@@ -78,7 +94,7 @@ def run(bench: Bench, quick: bool, results: Path) -> list[Figure]:
                           stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True) as process:
         assert process.stdout is not None
         expired = threading.Event()
-        timer = threading.Timer(bench.limit, _interrupt, (process, expired))
+        timer = threading.Timer(limit, _interrupt, (process, expired))
         timer.start()
         for line in process.stdout:
             print(line, end="", flush=True)
@@ -86,7 +102,7 @@ def run(bench: Bench, quick: bool, results: Path) -> list[Figure]:
         status = process.wait()
         timer.cancel()
     if expired.is_set():
-        error = f"stopped at its {bench.limit:.0f} s limit"
+        error = f"stopped at its {limit:.0f} s limit"
     elif status != 0:
         last = next((line for line in reversed(lines) if line.strip()), "(no output)")
         error = f"exit status {status}: {last.strip()[:200]}"
@@ -113,6 +129,14 @@ def _interrupt(process: subprocess.Popen[str], expired: threading.Event) -> None
             os.killpg(process.pid, signal.SIGKILL)
 
 
+def wall_time(elapsed: float, full: bool) -> Figure:
+    """The run's own row: its wall time, against ``DEFAULT_GOAL_S`` for the default run."""
+    cores = f"{elapsed:.0f} s on {os.cpu_count()} cores"
+    if full:
+        return Figure("suite", "full run, wall time", cores)
+    return Figure("suite", "default run, wall time", cores, f"<= {DEFAULT_GOAL_S:.0f} s", elapsed <= DEFAULT_GOAL_S)
+
+
 def table(figures: list[Figure]) -> str:
     """The figures as one aligned text table."""
     header = ("bench", "figure", "value", "goal", "verdict")
@@ -127,16 +151,19 @@ def table(figures: list[Figure]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run, not the figures)")
+    parser.add_argument("--full", action="store_true",
+                        help="the long soak and idle windows and the full repeats (the default run's goal: "
+                             f"{DEFAULT_GOAL_S / 60:.0f} minutes)")
     args = parser.parse_args()
     started = time.perf_counter()
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="fray-bench-run-") as scratch:
         for index, bench in enumerate(BENCHES):
             if (BENCH_DIR / bench.script).exists():
-                figures += run(bench, args.quick, Path(scratch) / f"{index}.jsonl")
-    print(f"\nAll benches in {time.perf_counter() - started:.0f} s on {os.cpu_count()} cores "
-          f"({'quick' if args.quick else 'full'} run)\n")
+                figures += run(bench, args.full, Path(scratch) / f"{index}.jsonl")
+    elapsed = time.perf_counter() - started
+    figures.append(wall_time(elapsed, args.full))
+    print(f"\nAll benches in {elapsed:.0f} s on {os.cpu_count()} cores ({'full' if args.full else 'default'} run)\n")
     print(table(figures))
     return 1 if any(f.name == "(bench failed)" for f in figures) else 0
 

@@ -1,6 +1,6 @@
 """``fray-jupyter``: ``plan`` previews what Iris would receive for a job described by flags (``--check``
-also asks a controller whether it fits, exit 3 for never, and what it costs its user's budget and at
-which band it runs); ``controller`` runs the embedded
+also says whether it fits, from a controller or the embedded one's profile, exit 3 for never, and
+what it costs its user's budget and at which band it runs); ``controller`` runs the embedded
 controller in the foreground, and ``controller status|stop|gc`` shows, stops or cleans up the running one."""
 
 from __future__ import annotations
@@ -42,33 +42,45 @@ def _plan(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(result))
         if verdict is not None:
-            sys.stdout.write(f"\n{verdict['line']}\n")
-            sys.stdout.writelines(f"  {candidate}\n" for candidate in verdict["candidates"] or ())
-            sys.stdout.writelines(f"{line}\n" for line in verdict["budget"]["lines"])
+            sys.stdout.write("\n" + "".join(f"{line}\n" for line in check_lines(verdict)))
     if verdict is None:
         return 0
     return {"never": NEVER_EXIT, "unknown": UNKNOWN_EXIT}.get(str(verdict["verdict"]), 0)
 
 
 class FitVerdict(TypedDict):
-    """``--check``'s answer, as ``--json`` prints it under ``"fit"``; ``budget`` is what the job costs
-    its user's budget and the band it runs at (``BudgetPicture.as_dict``)."""
+    """``--check``'s answer, as ``--json`` prints it under ``"fit"``; ``source`` says what was asked
+    or read (empty when nothing answered, or when the plan's own errors decided it); ``budget`` is what
+    the job costs its user's budget and the band it runs at (``BudgetPicture.as_dict``)."""
 
     verdict: str
     reason: str
     line: str
     candidates: list[str]
+    source: str
     budget: dict[str, Any]
 
 
-def _check(result: Plan, url: str | None, cluster: str | None = None) -> FitVerdict:
-    """``--check``: the fit verdict as plain data, from the controller at ``url`` or of the named
-    ``cluster`` (``connect``'s rule); a gang no slice can hold needs no controller."""
-    from fray_jupyter.client import FrayError, connect
-    from fray_jupyter.client.budget import budget
-    from fray_jupyter.client.fit import Fit, fit
+def check_lines(verdict: FitVerdict) -> list[str]:
+    """``--check``'s text: the ``fit:`` line, one indented line per candidate group, where the verdict
+    came from, then the budget's lines."""
+    return [verdict["line"], *(f"  {candidate}" for candidate in verdict["candidates"]),
+            *([f"  ({verdict['source']})"] if verdict["source"] else []), *verdict["budget"]["lines"]]
 
-    picture = budget(result, None)
+
+def _check(result: Plan, url: str | None, cluster: str | None = None) -> FitVerdict:
+    """``--check``: the fit verdict and the budget picture as plain data. From the controller at ``url``
+    or of the named ``cluster`` (``connect``'s rule, environment included; none is started); when none
+    is named and none runs, the verdict comes from the profile the embedded controller would apply,
+    read here (what a started one would answer, without starting one). A gang no slice can hold
+    needs no controller."""
+    from fray_jupyter.client import ControllerUnreachable, FrayError, connect
+    from fray_jupyter.client.budget import NOT_RUNNING, budget
+    from fray_jupyter.client.discovery import NO_CONTROLLER_URL
+    from fray_jupyter.client.fit import Fit, fit
+    from fray_jupyter.controller.cluster import read_embedded_fit
+
+    picture, source = budget(result, None), ""
     if result.errors:
         verdict = Fit("never", result.errors[0])
     else:
@@ -76,12 +88,22 @@ def _check(result: Plan, url: str | None, cluster: str | None = None) -> FitVerd
             with connect(url, cluster=cluster, start=False, retry_for=0) as client:
                 verdict = fit(result, client)
                 picture = budget(result, client)
+                source = f"asked {f'cluster {client.cluster_name} at ' if client.cluster_name else ''}{client.url}"
+        except ControllerUnreachable as error:
+            if error.url != NO_CONTROLLER_URL:
+                return _unanswered(error, picture.as_dict())
+            verdict, source = read_embedded_fit(result)
+            picture = budget(result, None, why=NOT_RUNNING)
         except FrayError as error:
-            reason = f"no controller answered ({' '.join(str(error).split())})"
-            return {"verdict": "unknown", "reason": reason, "line": f"fit: unknown — {reason}", "candidates": [],
-                    "budget": picture.as_dict()}
+            return _unanswered(error, picture.as_dict())
     return {"verdict": verdict.verdict, "reason": verdict.reason, "line": verdict.line,
-            "candidates": [str(c) for c in verdict.candidates], "budget": picture.as_dict()}
+            "candidates": [str(c) for c in verdict.candidates], "source": source, "budget": picture.as_dict()}
+
+
+def _unanswered(error: Exception, budget: dict[str, Any]) -> FitVerdict:
+    reason = f"no controller answered ({' '.join(str(error).split())})"
+    return {"verdict": "unknown", "reason": reason, "line": f"fit: unknown — {reason}", "candidates": [], "source": "",
+            "budget": budget}
 
 
 def build_parser() -> argparse.ArgumentParser:

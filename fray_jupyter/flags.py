@@ -61,12 +61,12 @@ def add_fit_arguments(parser: argparse.ArgumentParser, *, submits: bool) -> None
                           help="submit even when the controller's cluster can never place the job (fit: never)")
         return
     fits.add_argument("--check", action="store_true",
-                      help="also ask the controller whether the job fits; prints 'fit: now|after-scale-up|never' "
-                           "(exit 3 for never, 4 when no controller answers)")
+                      help="also say whether the job fits: prints 'fit: now|after-scale-up|never' (exit 3 for "
+                           "never, 4 when the controller named does not answer)")
     where = fits.add_mutually_exclusive_group()
     where.add_argument("--controller", metavar="URL",
                        help="controller to ask with --check (default: $FRAY_CONTROLLER_URL, else the running "
-                            "embedded controller; none is started)")
+                            "embedded controller, else the profile one would apply is read; none is started)")
     where.add_argument("--cluster", metavar="NAME",
                        help="named Marin cluster to ask with --check (resolved by Iris's own code; needs "
                             "fray-jupyter[marin]; default: $FRAY_CLUSTER, then $MARIN_CLUSTER)")

@@ -56,21 +56,90 @@ def test_check_without_a_controller_is_unknown_exit_4() -> None:
     assert lines[-2:] == [spend, "band: interactive as asked (not checked against a budget)"]
 
 
+def _new_user(tmp_path: Path) -> dict[str, str]:
+    """A new user's environment: an empty HOME (no runtime file, state dir or Jupyter config)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"HOME": str(home)}
+
+
+def _fit(*argv: str, env: dict[str, str]) -> dict[str, object]:
+    result = _run("plan", *argv, "--check", "--json", env=env)
+    assert result.returncode in (0, 3), result.stderr
+    fit: dict[str, object] = json.loads(result.stdout)["fit"]
+    return fit
+
+
+def _after_fit_line(stdout: str, count: int) -> list[str]:
+    """The ``fit:`` line and the ``count - 1`` lines after it."""
+    lines = stdout.splitlines()
+    start = next(index for index, line in enumerate(lines) if line.startswith("fit: "))
+    return lines[start:start + count]
+
+
+def test_check_on_a_fresh_machine_reads_the_embedded_controllers_profile(tmp_path: Path) -> None:
+    env = _new_user(tmp_path)
+    now = _run("plan", "--gpu", "H100x8", "--replicas", "2", "--check", env=env)
+    assert now.returncode == 0, now.stderr
+    assert _after_fit_line(now.stdout, 3) == [
+        "fit: now — idle workers can take the gang now",
+        "  gpu_h100x8 (no region, on_demand, 4/4 slices ready)",
+        "  (read from the embedded controller's profile 'default': no controller is running, and none was started)"]
+    budget_line = next(line for line in now.stdout.splitlines() if line.startswith("budget: "))
+    assert budget_line.endswith("budget is unknown (no controller is running)"), budget_line
+    never = _run("plan", "--gpu", "A100x8", "--check", env=env)
+    assert never.returncode == 3 and "\nfit: never — Job /carol/cli-job is unschedulable" in never.stdout
+    assert "no scaling group provides device gpu:a100" in never.stdout
+    assert list(Path(env["HOME"]).rglob("*fray*")) == []  # nothing was started: no runtime file, no state dir
+
+
+def test_check_reads_the_profile_fray_cluster_config_names(tmp_path: Path) -> None:
+    profile = tmp_path / "cpu-only.yaml"
+    profile.write_text("name: cpu-only\nscale_groups:\n  cpu: {num_vms: 1, max_slices: 1, resources: "
+                       "{device_type: cpu, capacity_type: on-demand, cpu: 8}, slice_template: {local: {}}}\n")
+    env = {**_new_user(tmp_path), "FRAY_CLUSTER_CONFIG": str(profile)}
+    fit = _fit("--tpu", "v5p-8", env=env)
+    assert fit["verdict"] == "never" and "no scaling group provides device tpu:v5p-8 (available: cpu)" in str(fit["reason"])
+    assert "profile 'cpu-only' ($FRAY_CLUSTER_CONFIG)" in str(fit["source"])
+    broken = _run("plan", "--cpu", "1", "--check", env={**env, "FRAY_CLUSTER_CONFIG": str(tmp_path / "missing.yaml")})
+    assert broken.returncode == 2 and broken.stderr.count("\n") == 1
+    assert broken.stderr.startswith("fray-jupyter plan: error: cannot read cluster config")
+
+
+def test_check_of_a_named_controller_or_cluster_that_does_not_answer_is_unknown_exit_4(tmp_path: Path) -> None:
+    for named in (["--controller", "http://127.0.0.1:9"], ["--cluster", "no-such-cluster"]):
+        result = _run("plan", "--tpu", "v4-32", "--check", *named, env=_new_user(tmp_path))
+        assert result.returncode == 4, (named, result.stderr)
+        assert _after_fit_line(result.stdout, 1)[0].startswith("fit: unknown — no controller answered ("), named
+        assert "read from" not in result.stdout
+
+
 def test_check_against_the_embedded_controller(tmp_path: Path) -> None:
     controller = start_controller(tmp_path / "state", "--slots", "2")
     try:
-        env = {"FRAY_CONTROLLER_URL": controller.info.url, "FRAY_CONTROLLER_TOKEN": controller.info.token}
+        env = {**_new_user(tmp_path), "FRAY_CONTROLLER_URL": controller.info.url,
+               "FRAY_CONTROLLER_TOKEN": controller.info.token}
         ok = _run("plan", "--tpu", "v5p-16", "--check", env=env)
         assert ok.returncode == 0, ok.stderr
-        assert "\nfit: after-scale-up — tpu_v5p_16 can scale up a slice for it\n" in ok.stdout
-        assert "  tpu_v5p_16 (us-central1, preemptible, 0/2 slices ready)" in ok.stdout  # its reported profile
+        assert _after_fit_line(ok.stdout, 3) == [
+            "fit: after-scale-up — tpu_v5p_16 can scale up a slice for it",
+            "  tpu_v5p_16 (us-central1, preemptible, 0/2 slices ready)",  # its reported profile
+            f"  (asked {controller.info.url})"]
         never = _run("plan", "--gpu", "A100x8", "--check", "--json", env=env)
         assert never.returncode == 3
         fit = json.loads(never.stdout)["fit"]
         assert fit["verdict"] == "never" and "no scaling group provides device gpu:a100" in fit["reason"]
         now = _run("plan", "--gpu", "H100x8", "--replicas", "2", "--check", "--controller", controller.info.url,
-                   env={"FRAY_CONTROLLER_TOKEN": controller.info.token})
+                   env={**_new_user(tmp_path), "FRAY_CONTROLLER_TOKEN": controller.info.token})
         assert now.returncode == 0 and "\nfit: now — idle workers can take the gang now\n" in now.stdout
+        # what a new user reads from the profile is what this controller answers
+        for argv in (["--tpu", "v5p-16"], ["--gpu", "A100x8"], ["--gpu", "H100x8", "--replicas", "2"],
+                     ["--tpu", "v5p-8", "--region", "europe-west4"], ["--cpu", "2"]):
+            asked, read = _fit(*argv, env=env), _fit(*argv, env=_new_user(tmp_path))
+            assert str(asked.pop("source")).startswith("asked ") and str(read.pop("source")).startswith("read from")
+            assert asked.pop("line") == read.pop("line"), argv
+            assert {k: asked[k] for k in ("verdict", "reason", "candidates")} == {
+                k: read[k] for k in ("verdict", "reason", "candidates")}, argv
     finally:
         stop_quietly(controller)
 

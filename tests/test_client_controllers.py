@@ -18,6 +18,7 @@ import pytest
 from fray_jupyter.client import (
     AuthenticationFailed,
     FrayClient,
+    FrayError,
     JobNotFound,
 )
 from fray_jupyter.iris.proto import job_pb2
@@ -126,6 +127,29 @@ def test_logs_page_by_cursor_tail_and_substring(client: FrayClient, tmp_path: Pa
     assert [e.data for e in first.entries + rest.entries] == [e.data for e in everything.entries]
     assert [e.data for e in client.logs(job_id, tail=True, max_lines=1).entries] == [everything.entries[-1].data]
     assert [e.data for e in client.logs(job_id, substring="line-3").entries] == ["line-3"]
+
+
+def test_logs_filter_by_level_page_back_and_read_whole(client: FrayClient, tmp_path: Path,
+                                                        request: pytest.FixtureRequest) -> None:
+    """Levels as Iris gives them (stdout INFO, stderr ERROR, a glog prefix wins); ``before`` pages
+    back from a cursor; ``log_pages`` reads every row once, oldest first."""
+    script = "echo info-1; echo W0101 warn-2 >&2; echo err-3 >&2; for i in $(seq 4 30); do echo row-$i; done"
+    job_id = client.submit(_plan(tmp_path, script, replicas=1))
+    client.wait(job_id, timeout=30)
+    everything = [e for e in client.logs(job_id).entries if e.data.split("-")[0] in ("info", "W0101 warn", "err", "row")]
+    assert len(everything) == 30
+    assert [e.data for e in client.logs(job_id, min_level="warning").entries] == ["W0101 warn-2", "err-3"]
+    assert [e.data for e in client.logs(job_id, min_level="ERROR").entries] == ["err-3"]
+    with pytest.raises(ValueError, match="'LOUD' is not a log level; use one of DEBUG, INFO, WARNING, ERROR, CRITICAL"):
+        client.logs(job_id, min_level="LOUD")
+    paged = [e.data for page in client.log_pages(job_id, page_lines=7) for e in page.entries]
+    assert paged == [e.data for e in client.logs(job_id).entries]
+    if request.node.callspec.params["client"] == "embedded-grpc":
+        with pytest.raises(FrayError, match="needs the log service, served over Connect only"):
+            client.logs(job_id, before=everything[10].seq)
+        return
+    older = client.logs(job_id, before=everything[10].seq, tail=True, max_lines=4)
+    assert [e.data for e in older.entries] == [e.data for e in everything[6:10]]
 
 
 def test_list_filters_and_pages(client: FrayClient, tmp_path: Path) -> None:

@@ -42,11 +42,14 @@ def test_fetch_logs_body_selects_the_jobs_keys_by_prefix() -> None:
     body = fetch_logs_body("/u/j", LogQuery(cursor=9, tail=True, max_lines=3, substring="x"))
     assert body == {"source": "/u/j/", "matchScope": "MATCH_SCOPE_PREFIX", "cursor": "9", "tail": True,
                     "maxLines": 3, "substring": "x"}
+    bounded = fetch_logs_body("/u/j", LogQuery(min_level="WARNING", before=12))
+    assert (bounded["minLevel"], bounded["untilCursor"]) == ("WARNING", "12")
 
 
 def test_task_logs_batches_flatten_and_get_keys() -> None:
-    request = task_logs_request("/u/j", LogQuery(cursor=4, max_lines=10))
-    assert (request.id, request.cursor, request.max_total_lines, request.attempt_id) == ("/u/j", 4, 10, -1)
+    request = task_logs_request("/u/j", LogQuery(cursor=4, max_lines=10, min_level="error"))
+    assert (request.id, request.cursor, request.max_total_lines, request.attempt_id, request.min_level) == (
+        "/u/j", 4, 10, -1, "error")
     response = Controller.GetTaskLogsResponse(cursor=6, task_logs=[
         Controller.TaskLogBatch(task_id="/u/j/0", logs=[LogEntry(data="a", attempt_id=1),
                                                          LogEntry(data="b", key="/u/j/0:1")]),

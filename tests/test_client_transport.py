@@ -247,6 +247,15 @@ def test_grpc_call_carries_the_token(fake_grpc: str) -> None:
     transport.close()
 
 
+def test_grpc_loopback_calls_ignore_proxy_settings(fake_grpc: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """grpcio sends even a 127.0.0.1 target through ``http_proxy`` / ``grpc_proxy``; ours never do."""
+    for name in ("http_proxy", "https_proxy", "grpc_proxy"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{_closed_port()}")
+    transport = GrpcTransport(fake_grpc, TOKEN)
+    assert transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5) == STATUS_RESPONSE
+    transport.close()
+
+
 @pytest.mark.parametrize("token", [None, "wrong"])
 def test_grpc_bad_token_is_authentication_failed(fake_grpc: str, token: str | None) -> None:
     with pytest.raises(AuthenticationFailed) as caught:

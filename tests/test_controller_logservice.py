@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.logservice import DEFAULT_MAX_LINES, LogService, log_level
+from fray_jupyter.controller.logservice import DEFAULT_MAX_LINES, LogService
 from fray_jupyter.controller.rpc import RpcError
 from fray_jupyter.controller.store import JobRow, Store
 from fray_jupyter.iris.proto import finelog_logging_pb2
@@ -113,11 +113,3 @@ def test_bad_regular_expressions_are_invalid_argument(service: LogService, field
         fetch(service, "(" if scope == F.MATCH_SCOPE_REGEX else f"{JOB}/", scope, **fields)
     assert refused.value.code.connect_name == "invalid_argument" and "regular expression" in refused.value.message
 
-
-def test_levels_follow_iris_classification() -> None:
-    assert log_level("stdout", "hello") == F.LOG_LEVEL_INFO
-    assert log_level("stderr", "hello") == F.LOG_LEVEL_ERROR
-    assert log_level("stderr", "I20260101 fine") == F.LOG_LEVEL_INFO
-    assert log_level("stdout", "E0101 broken") == F.LOG_LEVEL_ERROR
-    assert log_level("stdout", "Everything") == F.LOG_LEVEL_INFO  # a letter then a non-digit is no prefix
-    assert log_level("build", "x") == F.LOG_LEVEL_UNKNOWN

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -28,6 +29,29 @@ def test_steps_run_in_order_and_output_is_captured_line_by_line(tmp_path: Path) 
     outcome = asyncio.run(_attempt(tmp_path, steps, lines).run())
     assert outcome == Outcome(J.TASK_STATE_SUCCEEDED, 0)
     assert sorted(lines) == sorted([("stdout", "setup"), ("stdout", "a"), ("stdout", "b"), ("stderr", "no-newline")])
+
+
+CARRIAGE_RETURNS = r"""
+import sys, time
+out = sys.stdout
+for chunk in ["\r  0%|  | 0/3", "\r 33%|# | 1/3", "\r100%|##| 3/3\n", "a\r", "\nb  \t\n", "\n", "x\ry\r\nz\r"]:
+    out.write(chunk)
+    out.flush()
+    time.sleep(0.05)  # each chunk a read of its own: a "\r" may end one read and its "\n" start the next
+"""
+
+
+def test_output_is_cut_into_lines_as_a_genuine_iris_worker_cuts_it(tmp_path: Path) -> None:
+    """An Iris worker reads task output through text-mode pipes (universal newlines: a lone CR
+    ends a line too) and strips each line's trailing whitespace; the runner stores the same lines,
+    whatever the chunking."""
+    lines: list[tuple[str, str]] = []
+    asyncio.run(_attempt(tmp_path, [["python3", "-c", CARRIAGE_RETURNS]], lines).run())
+    with subprocess.Popen(["python3", "-c", CARRIAGE_RETURNS], stdout=subprocess.PIPE, text=True) as worker:
+        assert worker.stdout is not None
+        iris_lines = [line.rstrip() for line in worker.stdout]
+    assert [text for _, text in lines] == iris_lines == [
+        "", "  0%|  | 0/3", " 33%|# | 1/3", "100%|##| 3/3", "a", "b", "", "x", "y", "z"]
 
 
 def test_long_lines_are_split_and_bad_bytes_replaced(tmp_path: Path) -> None:

@@ -215,6 +215,26 @@ def test_a_tree_is_read_and_deleted_whole_and_reports_its_parents(tmp_path: Path
         "/alice/p", "/alice/p-2", "/alice/p/d", "/alice/p0"]
 
 
+def test_log_ids_are_never_reused(tmp_path: Path) -> None:
+    """A log line's id is every reader's cursor: a replacement's lines must come after the old run's."""
+    def replace_with_one_line(store: Store, data: str) -> int:
+        with store.transaction():
+            store.delete_tree("/alice/a")
+            store.insert_job(_job("/alice/a", replicas=1))
+        store.append_logs([("/alice/a", 0, 0, 1, "stdout", data)])
+        return store.last_log_id("/alice/a")
+
+    store = Store(tmp_path / "db.sqlite3")
+    first = replace_with_one_line(store, "first run")
+    second = replace_with_one_line(store, "second run")
+    store.close()
+    store = Store(tmp_path / "db.sqlite3")
+    third = replace_with_one_line(store, "third run")
+    assert first < second < third
+    assert [row.data for row in store.read_logs("/alice/a", idx=None, after_id=second, since_ms=0, substring="",
+                                                attempt=None, limit=10, newest=False)] == ["third run"]
+
+
 def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite3"
     Store(path).close()

@@ -14,6 +14,9 @@
   after a reboot): discovery does not trust it, starts a new controller, and the history is there.
 * ``kill -9`` right after a running job was replaced (its task still ignoring SIGTERM): after the
   restart the old task's processes are gone, and the job is the replacement, whole, once.
+* A running job is replaced (RECREATE, its task ignoring SIGTERM) while another process follows its
+  logs by cursor, over each transport with the token: that follower gets the replacement's lines
+  after the cursor it holds, and a fresh process reads the replacement's lines and none of the old.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import signal
 import socket
 import subprocess
@@ -373,6 +377,77 @@ def test_kill_9_while_a_replaced_job_is_still_stopping(tmp_path: Path) -> None:
         wire.close()
     finally:
         stop_quietly(restarted)
+
+
+# -- a replaced job's logs, read from another process ----------------------------------------------
+LOG_READER = """
+import json, sys
+from fray_jupyter.client import connect
+
+url, token, job_id = sys.argv[1:4]
+cursor = 0
+with connect(url=url, token=token, timeout=10, retry_for=0) as client:
+    for command in sys.stdin:  # "next": the lines after the cursor this process holds; "all": from 0
+        page = client.logs(job_id, cursor=cursor if command.strip() == "next" else 0)
+        cursor = page.cursor
+        print(json.dumps({"lines": [e.data for e in page.entries], "seqs": [e.seq for e in page.entries],
+                          "cursor": cursor}), flush=True)
+"""
+
+
+class LogReader:
+    """Another process with its own client (URL and token), reading one job's logs on request."""
+
+    def __init__(self, url: str, token: str, job_id: str) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", LOG_READER, url, token, job_id], text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def read(self, command: str = "next", timeout: float = 30) -> dict[str, Any]:
+        """One answer; fails if the reader does not answer within ``timeout`` seconds."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        assert ready, f"logs() from another process did not answer within {timeout:g} s"
+        line = self.process.stdout.readline()
+        assert line, f"the log reader exited: {self.process.communicate()[1][-2000:]}"
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate()
+
+
+@pytest.mark.parametrize("transport", ["connect", "grpc"])
+def test_the_logs_of_a_replacement_reach_another_process(tmp_path: Path, transport: str) -> None:
+    controller = start_controller(tmp_path / "state", "--slots", "2", "--token", TOKEN, "--require-token")
+    url = controller.info.url if transport == "connect" else controller.info.grpc_url
+    follower = LogReader(url, TOKEN, "/u/rerun")
+    try:
+        with FrayClient(url, TOKEN) as client:
+            job_id = client.submit(launch_request("rerun", "trap '' TERM; echo first-run; sleep 8", user="u"))
+            deadline = time.monotonic() + 20
+            while "first-run" not in (seen := follower.read())["lines"]:
+                assert time.monotonic() < deadline, "the first run's line never arrived"
+                time.sleep(0.05)
+            assert client.status(job_id).state == J.JOB_STATE_RUNNING
+            client.submit(launch_request("rerun", "ls; echo second-run", user="u",
+                                         existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE))
+            assert client.wait(job_id, timeout=30).state == J.JOB_STATE_SUCCEEDED
+        after = follower.read()  # the cursor it holds is the old job's
+        assert after["lines"][-1:] == ["second-run"] and "first-run" not in after["lines"], after
+        assert min(after["seqs"]) > seen["cursor"], f"a replacement line reused a seq the old job had: {after}"
+        fresh = LogReader(url, TOKEN, job_id)
+        try:
+            everything = fresh.read("all")
+        finally:
+            fresh.close()
+        assert everything["lines"] == after["lines"] and everything["cursor"] == after["cursor"]
+    finally:
+        follower.close()
+        stop_quietly(controller)
 
 
 # -- a controller that never comes back ------------------------------------------------------------

@@ -84,6 +84,11 @@ CASES: list[tuple[str, str, int]] = [
     (f"jobs/{KNOWN}/logs?max_lines=abc", "GET", 400),
     (f"jobs/{KNOWN}/logs?max_lines=5001", "GET", 400),
     (f"jobs/{KNOWN}/logs?tail=2", "GET", 400),
+    (f"jobs/{KNOWN}/logs?min_level=%3Cscript%3E", "GET", 400),
+    (f"jobs/{KNOWN}/logs?before=9223372036854775808", "GET", 400),
+    ("jobs/%2Falice%2F" + "x" * 10_240 + "/logs/download", "GET", 404),
+    ("jobs/..%2F..%2F..%2Fetc%2Fpasswd/logs/download", "GET", 404),
+    (f"jobs/{KNOWN}/logs/download", "POST", 405),
     ("jobs/%2Falice%2Fa%00b", "GET", 404),  # encoded NUL
     ("jobs/..%2F..%2F..%2Fetc%2Fpasswd", "GET", 404),  # traversal
     ("jobs/..%2F..%2F..%2Fetc%2Fpasswd/logs", "GET", 404),

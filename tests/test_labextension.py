@@ -1,11 +1,14 @@
 """The labextension's TypeScript unit suite (state → badge, refresh back-off, change detection,
-formatting), run with Node's built-in test runner: ``npm test`` in ``labextension/``."""
+formatting, the log renderer's shared vectors), run with Node's built-in test runner: ``npm test`` in
+``labextension/``; and the sidebar's ANSI palette is the status panel's."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 from pathlib import Path
+
+from fray_jupyter.views.ansi import PALETTE
 
 LABEXTENSION = Path(__file__).resolve().parents[1] / "labextension"
 
@@ -19,3 +22,10 @@ def test_typescript_unit_suite_passes() -> None:
     passed = re.search(r"^# pass (\d+)$", output, re.MULTILINE)
     failed = re.search(r"^# fail (\d+)$", output, re.MULTILINE)
     assert passed and failed and int(passed.group(1)) >= 15 and failed.group(1) == "0", output[-2000:]
+
+
+def test_the_sidebar_log_palette_is_the_panels() -> None:
+    css = (LABEXTENSION / "style" / "logs.css").read_text()
+    for part, prop in (("fg", "color"), ("bg", "background-color")):
+        found = dict(re.findall(rf"\.fj-ansi-{part}-(\d+) {{ {prop}: (#[0-9a-f]{{6}}); }}", css))
+        assert [found.get(str(index)) for index in range(16)] == list(PALETTE), part

@@ -157,6 +157,23 @@ def test_resources_may_be_marins_own_resource_config(ip: InteractiveShell) -> No
     assert ip.user_ns["from_marin"].request == ip.user_ns["from_flags"].request
 
 
+def test_a_dry_run_with_no_controller_running_reads_the_embedded_profile_and_starts_none(
+        ip: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As ``plan --check`` on a fresh machine: the verdict a started embedded controller would give; a
+    named controller that does not answer stays unknown."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    with capture_output() as captured:
+        fray(ip, "--dry-run --gpu H100x8 --replicas 2 --name nobody-home", "print(1)\n")
+        fray(ip, "--dry-run --controller http://127.0.0.1:9 --name elsewhere", "print(1)\n")
+    (embedded, named) = (output.data["text/plain"] for output in captured.outputs)
+    assert ("fit: now — idle workers can take the gang now · gpu_h100x8 (no region, on_demand, 4/4 slices ready) "
+            "(read from the embedded controller's profile 'default': no controller is running, and none was "
+            "started)") in embedded, embedded
+    assert "budget is unknown (no controller is running)" in embedded
+    assert "fit: unknown — no controller answered" in named
+    assert not (tmp_path / "runtime").exists()  # nothing was started
+
+
 def test_default_name_is_stable_so_dry_run_shows_the_id_that_is_sent(ip: InteractiveShell) -> None:
     fray(ip, "--dry-run -o first", "print(1)\n")
     fray(ip, "--dry-run -o again --cpu 1", "print(1)\n")  # --cpu 1 is the default: the same job

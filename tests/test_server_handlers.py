@@ -48,7 +48,8 @@ takes (the browser test sends the literal ``<img src=x onerror=alert(1)>`` past 
 @pytest.fixture(scope="session")
 def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
     """One embedded controller subprocess for the module."""
-    process = start_controller(tmp_path_factory.mktemp("server-handlers") / "state", "--slots", "8")
+    process = start_controller(tmp_path_factory.mktemp("server-handlers") / "state", "--slots", "8",
+                               "--max-log-lines", str(DOWNLOAD_LINES + 10))
     yield process
     stop_quietly(process)
 
@@ -107,6 +108,7 @@ def submit(controller: ControllerProcess, command: str, *, name: str | None = No
 
 
 FINISHED = {job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED}
+DOWNLOAD_LINES = 200_000
 RUNNING = {job_pb2.JOB_STATE_RUNNING}
 
 
@@ -232,6 +234,48 @@ def test_logs_page_by_cursor_and_tail(api: Callable[..., Reply], shared: Control
     assert [e["data"] for e in tail["entries"]] == ["line 3"]
 
 
+def test_logs_filter_on_the_controller_and_page_back(api: Callable[..., Reply], shared: ControllerProcess) -> None:
+    """``substring`` and ``min_level`` (Iris's levels: stdout INFO, stderr ERROR, a glog prefix
+    wins) run on the controller; ``before`` + ``tail`` is the page before a line; lines carry levels."""
+    job_id = submit(shared, "echo one; echo W0101 two >&2; echo three >&2; echo four", replicas=1, wait_for=FINISHED)
+    every = api(job_path(job_id, "logs")).body["entries"]  # stdout and stderr interleave as they were read
+    assert {e["data"]: e["level"] for e in every} == {"one": "info", "W0101 two": "warning", "three": "error",
+                                                      "four": "info"}
+
+    def shown(**params: object) -> list[str]:
+        return [e["data"] for e in api(job_path(job_id, "logs"), params=params).body["entries"]]
+
+    assert sorted(shown(min_level="warning")) == ["W0101 two", "three"]
+    assert sorted(shown(substring="o")) == ["W0101 two", "four", "one"]
+    assert shown(before=every[3]["seq"], tail="1", max_lines=2) == [every[1]["data"], every[2]["data"]]
+
+
+def test_bad_min_level_names_the_value_and_the_levels(api: Callable[..., Reply], shared: ControllerProcess) -> None:
+    reply = api(job_path("/alice/x", "logs"), params={"min_level": "LOUD"})
+    assert reply == (400, {"message": "min_level='LOUD' must be one of: (empty), debug, info, warning, error, critical",
+                           "code": "bad_parameter"})
+
+
+def test_the_full_log_downloads_whole_in_chunks(http_server_client: Any, jp_base_url: str,
+                                                jp_auth_header: dict[str, str], jp_asyncio_loop: Any,
+                                                shared: ControllerProcess) -> None:
+    script = f"python3 -c \"import sys; sys.stdout.writelines(f'row {{i}}\\\\n' for i in range({DOWNLOAD_LINES}))\""
+    job_id = submit(shared, script, replicas=1, wait_for=FINISHED)
+    chunks: list[bytes] = []
+
+    async def download() -> Any:
+        return await http_server_client.fetch(f"{jp_base_url}fray/{job_path(job_id, 'logs', 'download')}",
+                                              headers=jp_auth_header, streaming_callback=chunks.append,
+                                              request_timeout=120)
+
+    response = jp_asyncio_loop.run_until_complete(download())
+    assert response.code == 200 and response.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert response.headers["Content-Disposition"] == f'attachment; filename="{job_id.strip("/").replace("/", "-")}.log"'
+    lines = b"".join(chunks).decode().splitlines()
+    assert lines == [f"[0] row {i}" for i in range(DOWNLOAD_LINES)]
+    assert len(chunks) >= DOWNLOAD_LINES // 5000  # streamed a page at a time, not built whole
+
+
 def test_cancel_stops_a_running_job_and_leaves_a_finished_one(api: Callable[..., Reply],
                                                               shared: ControllerProcess) -> None:
     job_id = submit(shared, "sleep 60", wait_for=RUNNING)
@@ -250,7 +294,8 @@ def test_job_provided_text_is_passed_as_data(api: Callable[..., Reply], shared: 
 
 
 # -- errors ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("path", "method"), [("", "GET"), ("logs", "GET"), ("cancel", "POST")])
+@pytest.mark.parametrize(("path", "method"), [("", "GET"), ("logs", "GET"), ("logs/download", "GET"),
+                                              ("cancel", "POST")])
 def test_unknown_job_is_404_with_a_message(api: Callable[..., Reply], shared: ControllerProcess,
                                            path: str, method: str) -> None:
     reply = api(job_path("/alice/no-such-job", *filter(None, [path])), method=method)
@@ -265,7 +310,8 @@ def test_unknown_job_is_404_with_a_message(api: Callable[..., Reply], shared: Co
     ("jobs", {"scope": "tree"}), ("jobs", {"scope": "children"}), ("jobs", {"parent": "/alice/x"}),
     ("jobs", {"parent": "/alice/x", "scope": "roots"}),
     (job_path("/alice/x", "logs"), {"cursor": "-5"}), (job_path("/alice/x", "logs"), {"tail": "maybe"}),
-    (job_path("/alice/x", "logs"), {"max_lines": "99999"}),
+    (job_path("/alice/x", "logs"), {"max_lines": "99999"}), (job_path("/alice/x", "logs"), {"before": "-1"}),
+    (job_path("/alice/x", "logs"), {"min_level": "warn"}),
 ])
 def test_bad_parameters_are_400(api: Callable[..., Reply], shared: ControllerProcess, path: str,
                                 params: dict[str, str]) -> None:
@@ -282,7 +328,8 @@ def free_port() -> int:
 
 
 CONTROLLER_ROUTES = [("jobs", "GET"), (job_path("/alice/x"), "GET"), (job_path("/alice/x", "logs"), "GET"),
-                     (job_path("/alice/x", "cancel"), "POST"), (job_path("/alice/x", "tasks", "0"), "GET")]
+                     (job_path("/alice/x", "logs", "download"), "GET"), (job_path("/alice/x", "cancel"), "POST"),
+                     (job_path("/alice/x", "tasks", "0"), "GET")]
 
 
 @pytest.mark.parametrize(("path", "method"), CONTROLLER_ROUTES)
@@ -400,8 +447,8 @@ def test_the_api_answers_under_the_servers_base_url_and_nothing_at_the_root(
         api: Callable[..., Reply], shared: ControllerProcess, http_server_client: Any, jp_base_url: str,
         jp_auth_header: dict[str, str], jp_asyncio_loop: Any) -> None:
     job_id = submit(shared, "echo hi", replicas=1, wait_for=FINISHED)
-    paths = ["status", "clusters", "jobs", job_path(job_id), job_path(job_id, "logs"), job_path(job_id, "tasks", "0"),
-             job_path(job_id, "outputs")]
+    paths = ["status", "clusters", "jobs", job_path(job_id), job_path(job_id, "logs"), job_path(job_id, "logs", "download"),
+             job_path(job_id, "tasks", "0"), job_path(job_id, "outputs")]
     assert [api(path).code for path in paths] == [200] * len(paths)
     at_root = [fetch(http_server_client, jp_asyncio_loop, "/", path, headers=dict(jp_auth_header)).code
                for path in [*paths, "events"]]

@@ -37,7 +37,9 @@ def test_task_and_log_json() -> None:
     task.attempts.add(attempt_id=1)
     assert {k: task_json(task)[k] for k in ("index", "state", "attempt", "attempts")} == {
         "index": 3, "state": "preempted", "attempt": 1, "attempts": 2}
-    entry = logging_pb2.LogEntry(key="/bob/train/3:1", seq=42, source="stderr", data="boom")
+    entry = logging_pb2.LogEntry(key="/bob/train/3:1", seq=42, source="stderr", data="boom",
+                                 level=logging_pb2.LOG_LEVEL_WARNING)
     entry.timestamp.epoch_ms = 99
     assert log_json(entry) == {"task_id": "/bob/train/3", "attempt": 1, "seq": 42, "time_ms": 99,
-                               "source": "stderr", "data": "boom"}
+                               "source": "stderr", "data": "boom", "level": "warning"}
+    assert log_json(logging_pb2.LogEntry(key="/bob/train/3:1"))["level"] == ""  # unknown

@@ -72,6 +72,16 @@ def test_a_failed_task_shows_its_exception_line_as_the_root_cause(failed: Diagno
     assert view.root_cause_html(task.task_id, ()) == ""
 
 
+def test_a_coloured_root_cause_shows_as_a_terminal_shows_it() -> None:
+    """Root-cause lines are log lines: their colours render (``views.ansi``), never as raw escapes."""
+    html = view.root_cause_html("/alice/train/0", ["\x1b[31mTraceback (most recent call last):\x1b[0m",
+                                                   "\x1b[1;31mValueError\x1b[0m: <b>nan</b>"])
+    assert '<span class="fray-ansi-fg-1">Traceback (most recent call last):</span>' in html
+    assert ('<b class="fray-root-line"><span class="fray-ansi-fg-1 fray-ansi-bold">ValueError</span>: '
+            "&lt;b&gt;nan&lt;/b&gt;</b>") in html
+    assert "\x1b" not in html
+
+
 def test_each_retry_is_an_attempt_counted_against_the_limits(failed: Diagnosis) -> None:
     (task,) = failed.tasks
     assert failed.limits[:2] == (1, 1)

@@ -119,10 +119,13 @@ def test_job_text_is_escaped_everywhere() -> None:
     controller = ScriptedController(state=J.JOB_STATE_FAILED, error=f"died {XSS}",
                                     task_states=[J.TASK_STATE_FAILED, J.TASK_STATE_SUCCEEDED])
     controller.add_log(0, XSS)
+    controller.add_log(0, f"\x1b[31m{XSS}\x1b[0m \x1b]8;;javascript:alert(1)\x07link\x1b]8;;\x07 https://x.io/\"{XSS}")
     panel = panel_for(controller)
     panel.refresh()
-    shown = "".join(w.value for w in (panel.header, panel.tasks, panel.logs, panel.failure, panel.reason))
-    assert "<img" not in shown and shown.count("&lt;img src=x onerror=alert(1)&gt;") >= 3
+    shown = "".join(w.value for w in (panel.header, panel.tasks, panel.logs.view, panel.failure, panel.reason))
+    assert "<img" not in shown and shown.count("&lt;img src=x onerror=alert(1)&gt;") >= 5
+    assert "\x1b" not in shown and "javascript:" not in shown  # ANSI input too: rendered or dropped, never markup
+    assert '<a href="https://x.io/" target="_blank" rel="noopener noreferrer">' in panel.logs.view.value
 
 
 def test_pending_shows_the_reason() -> None:

@@ -22,6 +22,7 @@ from fray_jupyter.iris.proto import controller_pb2
 C = controller_pb2.Controller
 CACHE_SECONDS: Final[float] = 10.0
 NO_CONTROLLER: Final[str] = "no controller answered"
+NOT_RUNNING: Final[str] = "no controller is running"
 
 
 class BudgetSource(Protocol):
@@ -86,11 +87,12 @@ class _Cache:
 CACHE: Final[_Cache] = _Cache()
 
 
-def budget(plan: PlanLike, client: BudgetSource | None, *, max_age: float = CACHE_SECONDS) -> BudgetPicture:
-    """The ``BudgetPicture`` of ``plan`` against the controller behind ``client`` (None: no controller),
-    its answers at most ``max_age`` seconds old (see the module docstring)."""
+def budget(plan: PlanLike, client: BudgetSource | None, *, max_age: float = CACHE_SECONDS,
+           why: str = NO_CONTROLLER) -> BudgetPicture:
+    """The ``BudgetPicture`` of ``plan`` against the controller behind ``client`` (None: no controller,
+    for the reason ``why``), its answers at most ``max_age`` seconds old (see the module docstring)."""
     request = plan.request
     if client is None:
-        return budget_picture(request, budget_note=NO_CONTROLLER, queue_note=NO_CONTROLLER)
+        return budget_picture(request, budget_note=why, queue_note=why)
     answer, budget_note, state, state_note = CACHE.get(client, user_of(request.name), max_age)
     return budget_picture(request, answer, state, budget_note=budget_note, queue_note=state_note)

@@ -44,6 +44,7 @@ from fray_jupyter.client.status_text import StatusText, status_text_sql, status_
 from fray_jupyter.client.transport import ConnectTransport, Transport, open_transport
 from fray_jupyter.cluster.profile import ClusterProfile, ProfileError, profile_from_json
 from fray_jupyter.iris.budget import band_value
+from fray_jupyter.iris.loglines import LEVELS, min_level_value
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
@@ -81,6 +82,8 @@ CLUSTER_PROFILE_PATH: Final[str] = "/fray.jupyter.ClusterProfile/GetClusterProfi
 """The embedded controller's own report of its cluster profile (``controller.connect_app.PROFILE_PATH``)."""
 POLL_FIRST: Final[float] = 0.05
 POLL_MAX: Final[float] = 2.0
+LOG_PAGE_LINES: Final[int] = 5000
+"""Rows per page of ``log_pages``."""
 LOG_DRAIN_GRACE: Final[float] = 0.2
 """Seconds ``follow`` waits after seeing the job finish before its last fetch: task output reaches
 a real Iris controller's log store asynchronously."""
@@ -245,13 +248,19 @@ class FrayClient:
         return tuple(self._call("ListTasks", request, Controller.ListTasksResponse, job_id=job_id).tasks)
 
     def logs(self, job_id: str, *, cursor: int = 0, tail: bool = False, max_lines: int = 0,
-             substring: str = "", include_children: bool = False) -> LogPage:
+             substring: str = "", min_level: str = "", before: int = 0,
+             include_children: bool = False) -> LogPage:
         """Log rows of every task of the job (with ``include_children``, of every job below it too)
         after ``cursor`` (0: from the start; ``tail``: the newest ``max_lines`` instead of the
-        oldest; 0 lets the server cap), optionally only those containing ``substring``. Pass the
-        returned cursor back to get only newer rows."""
-        query = LogQuery(cursor, tail, max_lines, substring, include_children)
-        if not self._log_service:
+        oldest; 0 lets the server cap), optionally only those containing ``substring`` and of level
+        ``min_level`` or above (Iris's names: DEBUG, INFO, WARNING, ERROR, CRITICAL, any case;
+        UNKNOWN rows always pass; another name is a ``ValueError``), and with ``before`` only rows
+        whose cursor is below it (with ``tail``: the page just before; asked of the log service, so
+        a Connect URL). Pass the returned cursor back to get only newer rows."""
+        if min_level and min_level_value(min_level) is None:
+            raise ValueError(f"min_level {min_level!r} is not a log level; use one of {', '.join(LEVELS)}")
+        query = LogQuery(cursor, tail, max_lines, substring, min_level, before, include_children)
+        if not self._log_service and not before:
             request = task_logs_request(job_id, query)
             try:
                 response = self._call("GetTaskLogs", request, Controller.GetTaskLogsResponse, job_id=job_id)
@@ -260,10 +269,27 @@ class FrayClient:
                 if error.code != "unimplemented" or not isinstance(self._transport, ConnectTransport):
                     raise
                 self._log_service = True
+        if not isinstance(self._transport, ConnectTransport):
+            raise FrayError("reading log rows before a cursor needs the log service, served over Connect only",
+                            url=self.url, method="FetchLogs", code="unimplemented", job_id=job_id)
         body = fetch_logs_body(job_id, query)
         payload = self._retrying(lambda: self._log_transport().call_json(LOG_SERVICE_PATH, body, self.timeout),
                                  idempotent=True, job_id=job_id)
         return from_fetch_logs(job_id, payload, query)
+
+    def log_pages(self, job_id: str, *, page_lines: int = LOG_PAGE_LINES) -> Iterator[LogPage]:
+        """Every log row of the job, oldest first, in pages of at most ``page_lines`` (empty pages
+        skipped), until the cursor stops moving: a running job's rows are read up to the last one
+        there is then, not waited for. What the full-log download streams, one page in memory at a
+        time."""
+        cursor = 0
+        while True:
+            page = self.logs(job_id, cursor=cursor, max_lines=page_lines)
+            if page.entries:
+                yield page
+            if page.cursor <= cursor:
+                return
+            cursor = page.cursor
 
     def follow(self, job_id: str, *, cursor: int = 0, timeout: float | None = None,
                include_children: bool = False) -> Iterator[LogEntry]:

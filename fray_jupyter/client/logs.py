@@ -35,14 +35,18 @@ class LogPage(NamedTuple):
 
 @dataclass(frozen=True)
 class LogQuery:
-    """Which rows: after ``cursor``; the newest (``tail``) rather than the oldest; at most
-    ``max_lines`` (0: the server's cap); only those containing ``substring`` (empty: all); of the
-    job's own tasks, or (``include_children``) of every job below it too."""
+    """Which rows: after ``cursor``; before ``before`` (0: no bound; only the log service takes it);
+    the newest (``tail``) rather than the oldest; at most ``max_lines`` (0: the server's cap); only
+    those containing ``substring`` (empty: all) and of level ``min_level`` or above (a name in
+    ``iris.loglines.LEVELS``; empty: all); of the job's own tasks, or (``include_children``) of every
+    job below it too."""
 
     cursor: int = 0
     tail: bool = False
     max_lines: int = 0
     substring: str = ""
+    min_level: str = ""
+    before: int = 0
     include_children: bool = False
 
 
@@ -65,7 +69,8 @@ def task_logs_request(job_id: str, query: LogQuery) -> Controller.GetTaskLogsReq
     """The ``GetTaskLogs`` request for every attempt of every task of ``job_id``."""
     return Controller.GetTaskLogsRequest(id=job_id, cursor=query.cursor, tail=query.tail,
                                          max_total_lines=query.max_lines, substring=query.substring,
-                                         attempt_id=-1, include_children=query.include_children)
+                                         min_level=query.min_level, attempt_id=-1,
+                                         include_children=query.include_children)
 
 
 def from_task_logs(response: Controller.GetTaskLogsResponse, query: LogQuery) -> LogPage:
@@ -81,8 +86,13 @@ def from_task_logs(response: Controller.GetTaskLogsResponse, query: LogQuery) ->
 
 def fetch_logs_body(job_id: str, query: LogQuery) -> dict[str, Any]:
     """The finelog ``FetchLogsRequest`` (JSON) for the keys under ``<job id>/``."""
-    return {"source": f"{job_id}/", "matchScope": "MATCH_SCOPE_PREFIX", "cursor": str(query.cursor),
-            "tail": query.tail, "maxLines": query.max_lines, "substring": query.substring}
+    body: dict[str, Any] = {"source": f"{job_id}/", "matchScope": "MATCH_SCOPE_PREFIX", "cursor": str(query.cursor),
+                            "tail": query.tail, "maxLines": query.max_lines, "substring": query.substring}
+    if query.min_level:
+        body["minLevel"] = query.min_level
+    if query.before:
+        body["untilCursor"] = str(query.before)
+    return body
 
 
 def from_fetch_logs(job_id: str, payload: dict[str, Any], query: LogQuery) -> LogPage:

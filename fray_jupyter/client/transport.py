@@ -248,14 +248,18 @@ class ConnectTransport:
 class GrpcTransport:
     """Native gRPC unary calls through the generated ``ControllerServiceStub`` on one channel.
     The first call waits up to ``CONNECT_TIMEOUT`` for the channel to connect (``_connect``);
-    afterwards an ``UNAVAILABLE`` answer is retryable (the controller is restarting)."""
+    afterwards an ``UNAVAILABLE`` answer is retryable (the controller is restarting). A loopback
+    URL never goes through a proxy (grpcio otherwise honours ``http_proxy`` / ``grpc_proxy`` even for
+    127.0.0.1, and the call fails as "connection refused"), as the Connect transport's."""
 
     def __init__(self, url: str, token: str | None = None, *, headers: HeaderSource | None = None) -> None:
         self.url = url.rstrip("/")
         target = urlsplit(self.url).netloc
         if not target:
             raise ValueError(f"gRPC URL {url!r} must look like grpc://host:port")
-        self._channel = grpc.insecure_channel(target, options=list(GRPC_OPTIONS))
+        loopback = _is_loopback(urlsplit(self.url).hostname or "")
+        options = [*GRPC_OPTIONS, *((("grpc.enable_http_proxy", 0),) if loopback else ())]
+        self._channel = grpc.insecure_channel(target, options=options)
         self._stub = ControllerServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._headers = headers

@@ -19,21 +19,49 @@ running jobs, no recent actions or routing decision) and ListWorkers only their 
 
 from __future__ import annotations
 
+import os
 import socket
 import time
-from typing import Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
 
-from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup
+from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup, load_profile
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.iris.placement import launch_refusal, route
 from fray_jupyter.iris.placement_workers import Worker, pending_reason, slice_workers, warm_workers
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2, vm_pb2
 
+if TYPE_CHECKING:
+    from fray_jupyter.client.fit import Fit, PlanLike
+
 C = controller_pb2.Controller
+CLUSTER_CONFIG_ENV: Final[str] = "FRAY_CLUSTER_CONFIG"
 IDLE_THRESHOLD_MS: Final[int] = 600_000  # Iris's default idle threshold before a slice is reclaimed
 _CODES: Final[dict[str, Code]] = {"invalid_argument": Code.INVALID_ARGUMENT,
                                   "failed_precondition": Code.FAILED_PRECONDITION}
 _SLICE_STATES: Final[tuple[str, ...]] = ("requesting", "booting", "initializing", "ready", "failed")
+
+
+def embedded_profile(option: str | None = None, environ: Mapping[str, str] = os.environ) -> ClusterProfile:
+    """The profile an embedded controller applies: ``option`` (``--cluster-config``), else
+    ``$FRAY_CLUSTER_CONFIG``, else the built-in one (``load_profile``; ``ProfileError`` names what is wrong)."""
+    return load_profile(option or environ.get(CLUSTER_CONFIG_ENV) or None)
+
+
+
+def read_embedded_fit(plan: PlanLike) -> tuple[Fit, str]:
+    """The ``fit()`` verdict an embedded controller started now would give ``plan``, and a line saying
+    where it came from: its capacity answers are a function of its profile alone (``embedded_profile``),
+    so they are read here without starting one (``ProfileError`` names a bad ``$FRAY_CLUSTER_CONFIG``)."""
+    from fray_jupyter.client.fit import fit_from
+
+    profile = embedded_profile()
+    cluster = Cluster(profile)
+    verdict = fit_from(plan, cluster.autoscaler_status(C.GetAutoscalerStatusRequest()),
+                       cluster.list_workers(C.ListWorkersRequest()), profile)
+    named = f" (${CLUSTER_CONFIG_ENV})" if os.environ.get(CLUSTER_CONFIG_ENV) else ""
+    return verdict, (f"read from the embedded controller's profile {profile.name!r}{named}: no controller is "
+                     "running, and none was started")
 
 
 class Cluster:

@@ -149,7 +149,7 @@ class Engine:
             self._end_descendants(job_id, trees.PARENT_JOB_TERMINATED)
 
     def forget(self, job_id: str) -> None:
-        """Drop a job whose rows the caller has just deleted (``Store.delete_job``, same event
+        """Drop a job whose rows the caller has just deleted (``Store.delete_tree``, same event
         loop turn): unqueue it, drop its buffered output, stop its processes."""
         self.queue.pop(job_id, None)
         self._deadlines.pop(job_id, None)

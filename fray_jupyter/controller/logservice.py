@@ -20,8 +20,8 @@ from its ``logs`` table, with the semantics those clients rely on:
   ``MAX_LINES``); ``tail`` returns the newest matching lines instead of the oldest. Entries are
   always in ``seq`` order.
 * Filters: ``since_ms`` (stamped after), ``substring`` (literal), ``regex`` (searched in the
-  line), ``min_level`` (see ``log_level``; UNKNOWN passes every filter; a name that is not a
-  level filters nothing, as finelog), ``cluster`` (rows here have no origin cluster, so a
+  line), ``min_level`` (levels as Iris classifies captured lines, ``iris.loglines``; UNKNOWN
+  passes every filter; a name that is not a level filters nothing, as finelog), ``cluster`` (rows here have no origin cluster, so a
   non-empty value matches nothing).
 """
 
@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import LogRow, Store
+from fray_jupyter.controller.store import LEVEL_CONDITION, LogRow, Store
+from fray_jupyter.iris.loglines import log_level, min_level_value
 from fray_jupyter.iris.proto import finelog_logging_pb2
 from fray_jupyter.iris.states import log_key, task_id_for
 
@@ -41,21 +42,6 @@ DEFAULT_MAX_LINES: Final[int] = 1000
 MAX_LINES: Final[int] = 100_000
 _KEY_SQL: Final[str] = "(job_id || '/' || idx || ':' || attempt)"
 _EXACT_KEY: Final[re.Pattern[str]] = re.compile(r"(/[^/]+(?:/[^/]+)+)/(0|[1-9][0-9]*):(0|[1-9][0-9]*)")
-_LEVELS: Final[dict[str, F.LogLevel]] = {
-    "DEBUG": F.LOG_LEVEL_DEBUG, "INFO": F.LOG_LEVEL_INFO, "WARNING": F.LOG_LEVEL_WARNING,
-    "ERROR": F.LOG_LEVEL_ERROR, "CRITICAL": F.LOG_LEVEL_CRITICAL,
-}
-_PREFIX_LEVELS: Final[dict[str, F.LogLevel]] = {name[0]: level for name, level in _LEVELS.items()}
-_STREAM_LEVELS: Final[dict[str, F.LogLevel]] = {"stdout": F.LOG_LEVEL_INFO, "stderr": F.LOG_LEVEL_ERROR}
-
-
-def log_level(source: str, data: str) -> F.LogLevel:
-    """A line's level, as Iris classifies captured output: a glog-style prefix (``I0102 ...``,
-    ``W...``, ``E...``, ``D...``, ``C...``: the letter then a digit) wins; otherwise stdout is
-    INFO, stderr ERROR and any other stream UNKNOWN."""
-    if len(data) > 1 and data[1].isdigit() and data[0] in _PREFIX_LEVELS:
-        return _PREFIX_LEVELS[data[0]]
-    return _STREAM_LEVELS.get(source, F.LOG_LEVEL_UNKNOWN)
 
 
 def _like_prefix(text: str) -> str:
@@ -101,7 +87,6 @@ class LogService:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        store.define_function("fray_log_level", 2, log_level)
 
     def fetch_logs(self, request: F.FetchLogsRequest) -> F.FetchLogsResponse:
         """One page of matching lines, in seq order, and the cursor after them."""
@@ -122,9 +107,8 @@ class LogService:
             params.append(request.substring)
         if request.regex:
             conditions.append(f"{self._matcher('fray_line_matches', _compile(request.regex, 'line'), anchored=False)}(data)")
-        level = _LEVELS.get(request.min_level.strip().upper())
-        if level is not None:
-            conditions.append("(fray_log_level(source, data) >= ? OR fray_log_level(source, data) = 0)")
+        if (level := min_level_value(request.min_level)) is not None:
+            conditions.append(LEVEL_CONDITION)
             params.append(level)
         limit = request.max_lines if request.max_lines > 0 else DEFAULT_MAX_LINES
         rows = self.store.query_logs(" AND ".join(conditions) or "1", params, min(limit, MAX_LINES),
@@ -159,7 +143,7 @@ class LogService:
     def _entry(row: LogRow, *, keyed: bool) -> F.LogEntry:
         entry = F.LogEntry(
             timestamp=F.Timestamp(epoch_ms=row.ts_ms), source=row.source, data=row.data, attempt_id=row.attempt,
-            level=log_level(row.source, row.data), seq=row.id,
+            level=cast(F.LogLevel, log_level(row.source, row.data)), seq=row.id,  # the two enums share numbers
         )
         if keyed:
             entry.key = log_key(task_id_for(row.job_id, row.idx), row.attempt)

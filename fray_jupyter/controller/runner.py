@@ -56,6 +56,7 @@ import contextlib
 import json
 import os
 import pwd
+import re
 import signal
 import sys
 import zipfile
@@ -87,6 +88,7 @@ INHERITED_CONSTRAINT_KEYS: Final[frozenset[str]] = frozenset({"region", "zone"})
 """Constraint keys a task passes on to child jobs in ``IRIS_JOB_CONSTRAINTS`` (Iris's set of the same name)."""
 """``$IRIS_OUTPUT_DIR`` inside the attempt's work dir (Iris's name on a process worker)."""
 _READ_CHUNK: Final[int] = 64 * 1024
+_LINE_BREAK: Final[re.Pattern[bytes]] = re.compile(rb"\r\n|\r|\n")
 
 OutputSink = Callable[[str, str], None]
 """Receives ``(source, line)`` with source ``"stdout"`` or ``"stderr"``, newline removed."""
@@ -364,22 +366,28 @@ async def _terminate_group(pgid: int) -> None:
 
 
 async def _pump(stream: asyncio.StreamReader, source: str, sink: OutputSink) -> None:
-    """Forward ``stream`` to ``sink`` line by line (over-long lines are split, a final line
-    without newline is kept, undecodable bytes are replaced)."""
+    """Forward ``stream`` to ``sink`` line by line as a genuine Iris worker cuts it
+    (``iris.loglines``: at ``\\n``, ``\\r\\n`` or a lone ``\\r``, trailing whitespace dropped), so each
+    carriage-return redraw of a progress bar is a line of its own as soon as the next one starts. A
+    ``\\r`` at the end of what has arrived waits for the next byte (it may begin ``\\r\\n``); over-long
+    lines are split at ``MAX_LINE_CHARS``; a final line without a break is kept; undecodable bytes
+    are replaced."""
     pending = b""
     while chunk := await stream.read(_READ_CHUNK):
         pending += chunk
-        *lines, pending = pending.split(b"\n")
+        held = pending.endswith(b"\r")
+        *lines, pending = _LINE_BREAK.split(pending[:-1] if held else pending)
+        pending += b"\r" if held else b""
         for line in lines:
             _emit(line, source, sink)
         while len(pending) > MAX_LINE_CHARS:
             _emit(pending[:MAX_LINE_CHARS], source, sink)
             pending = pending[MAX_LINE_CHARS:]
     if pending:
-        _emit(pending, source, sink)
+        _emit(pending.removesuffix(b"\r"), source, sink)
 
 
 def _emit(raw: bytes, source: str, sink: OutputSink) -> None:
-    text = raw.decode("utf-8", errors="replace").removesuffix("\r")
+    text = raw.decode("utf-8", errors="replace").rstrip()
     for start in range(0, max(len(text), 1), MAX_LINE_CHARS):
         sink(source, text[start:start + MAX_LINE_CHARS])

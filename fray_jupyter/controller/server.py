@@ -45,10 +45,10 @@ from typing import IO, Any, Final
 
 import uvicorn
 
-from fray_jupyter.cluster.profile import ProfileError, load_profile, profile_to_json
+from fray_jupyter.cluster.profile import ProfileError, profile_to_json
 from fray_jupyter.controller.budget import LIMIT_ENV, Budgets, default_limit
 from fray_jupyter.controller.changes import ChangeFeed
-from fray_jupyter.controller.cluster import Cluster
+from fray_jupyter.controller.cluster import CLUSTER_CONFIG_ENV, Cluster, embedded_profile
 from fray_jupyter.controller.connect_app import ConnectApp
 from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.grpc_server import GrpcServer
@@ -77,7 +77,6 @@ from fray_jupyter.runtime_file import (
 )
 
 TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
-CLUSTER_CONFIG_ENV: Final[str] = "FRAY_CLUSTER_CONFIG"
 OWNER_LOCK: Final[str] = "controller.owner"
 PRIVATE_UMASK: Final[int] = 0o077
 """Everything the controller and its tasks create (state dir, store, bundles, work dirs, task
@@ -238,7 +237,7 @@ async def serve(args: argparse.Namespace) -> int:
         print(f"fray controller: another controller is using the state dir {root}; stop it first "
               "(fray-jupyter controller stop) or pass another --state-dir", file=sys.stderr)
         return 1
-    cluster = Cluster(load_profile(args.cluster_config or os.environ.get(CLUSTER_CONFIG_ENV) or None))
+    cluster = Cluster(embedded_profile(args.cluster_config))
     store = Store(root / "controller.sqlite3")
     feed = ChangeFeed()
     store.on_change = feed.touch

@@ -44,7 +44,8 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
   response ``cursor`` is the resume point: passing it back returns only lines captured
   after the ones already seen. ``tail`` returns the newest ``max_total_lines`` (0 → 10,000);
   ``truncated`` says the cap cut lines off (without ``tail`` the cursor then points just
-  after the last line returned, so paging continues).
+  after the last line returned, so paging continues). ``substring`` and ``min_level`` filter as
+  FetchLogs does (``logservice``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import JobRow, Store, TaskRow
 from fray_jupyter.controller.taskstatus import TaskStatusText
 from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES, root_cause_highlights
+from fray_jupyter.iris.loglines import min_level_value
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
 from fray_jupyter.iris.states import (
     JOB_STATE_SORT_ORDER,
@@ -316,6 +318,7 @@ class ControllerService:
         rows = self.store.read_logs(
             ids, idx=idx, after_id=max(request.cursor, 0), since_ms=request.since_ms,
             substring=request.substring, attempt=attempt, limit=limit + 1, newest=request.tail,
+            min_level=min_level_value(request.min_level),
         )
         truncated = len(rows) > limit
         if truncated:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final
 
+from fray_jupyter.iris.loglines import log_level
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import descendant_bounds, parent_job_id
 
@@ -191,7 +192,29 @@ CREATE INDEX jobs_by_parent ON jobs (parent_job_id, submitted_ms, id)
 this version is one), indexed with the listing order, so "roots only" and "children of X" read
 one index range."""
 
-MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _TREES_V5)
+
+_LOGS_V6: Final[str] = """
+CREATE TABLE logs_v6 (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  ts_ms INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  data TEXT NOT NULL
+);
+INSERT INTO logs_v6 (id, job_id, idx, attempt, ts_ms, source, data)
+SELECT id, job_id, idx, attempt, ts_ms, source, data FROM logs;
+DROP TABLE logs;
+ALTER TABLE logs_v6 RENAME TO logs;
+CREATE INDEX logs_by_job ON logs (job_id, id);
+CREATE INDEX logs_by_task ON logs (job_id, idx);
+"""
+"""Schema version 6: log line ids (every reader's cursor, finelog's ``seq``) are never reused
+(AUTOINCREMENT): a replaced job's lines were the newest, so once deleted their ids went to its
+replacement's lines, and a reader holding a cursor of the old run skipped them."""
+
+MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _TREES_V5, _LOGS_V6)
 """Ordered: entry ``n`` takes a store from ``PRAGMA user_version`` ``n`` to ``n + 1``. Append only:
 never edit a released entry (a state dir may have applied it already)."""
 
@@ -282,6 +305,12 @@ class LogRow:
     data: str
 
 
+LEVEL_FUNCTION: Final[str] = "fray_log_level"
+LEVEL_CONDITION: Final[str] = f"({LEVEL_FUNCTION}(source, data) >= ? OR {LEVEL_FUNCTION}(source, data) = 0)"
+"""SQL keeping the log rows whose level (Iris's, ``iris.loglines.log_level`` of stream and text)
+passes a ``min_level`` given as the one parameter; UNKNOWN (0) always passes."""
+
+
 def _columns(row_type: type[Any]) -> str:
     return ", ".join(field.name for field in fields(row_type))
 
@@ -304,6 +333,7 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._migrate()
+        self.define_function(LEVEL_FUNCTION, 2, log_level)
         self.on_change: Callable[[str], None] = lambda job_id: None
         """Called with the job id after every write to a job, its tasks or its logs, and with its
         parent's id too when a child job is added, removed or changes state (the change feed)."""
@@ -642,10 +672,11 @@ class Store:
         attempt: int | None,
         limit: int,
         newest: bool,
+        min_level: int | None = None,
     ) -> list[LogRow]:
         """Up to ``limit`` lines of a job, or of several (or of one task of a single job) with id >
-        ``after_id``, filtered, in id order; ``newest`` picks the last ``limit`` matches instead of
-        the first."""
+        ``after_id``, filtered (``min_level``: see ``LEVEL_CONDITION``), in id order; ``newest`` picks
+        the last ``limit`` matches instead of the first."""
         jobs = [job_ids] if isinstance(job_ids, str) else list(job_ids)
         sql = f"SELECT {_LOG_COLUMNS} FROM logs WHERE job_id IN ({', '.join('?' * len(jobs))}) AND id > ?"
         params: list[Any] = [*jobs, after_id]
@@ -659,6 +690,9 @@ class Store:
         if substring:
             sql += " AND instr(data, ?) > 0"
             params.append(substring)
+        if min_level is not None:
+            sql += f" AND {LEVEL_CONDITION}"
+            params.append(min_level)
         sql += f" ORDER BY id {'DESC' if newest else 'ASC'} LIMIT ?"
         rows = [LogRow(*row) for row in self._db.execute(sql, [*params, limit])]
         return rows[::-1] if newest else rows

@@ -10,6 +10,7 @@ from fray_jupyter.controller.runner import WORKER_ID
 from fray_jupyter.controller.states import COMPLETED_TASK_STATES
 from fray_jupyter.controller.store import AttemptRow, JobRow, LogRow, TaskRow
 from fray_jupyter.iris.attempts import retry_reason
+from fray_jupyter.iris.loglines import log_level
 from fray_jupyter.iris.proto import job_pb2, logging_pb2, time_pb2
 from fray_jupyter.iris.states import log_key, task_id_for, task_state_name
 
@@ -106,8 +107,10 @@ def task_status(job: JobRow, task: TaskRow, attempts: Sequence[AttemptRow], slot
 
 
 def log_entry(row: LogRow) -> logging_pb2.LogEntry:
-    """An ``iris.logging.LogEntry``; ``key`` is the attempt's task id, ``seq`` the cursor."""
+    """An ``iris.logging.LogEntry``; ``key`` is the attempt's task id, ``seq`` the cursor, ``level``
+    Iris's for the line (``iris.loglines``)."""
     return logging_pb2.LogEntry(
         timestamp=timestamp(row.ts_ms), source=row.source, data=row.data, attempt_id=row.attempt,
         key=log_key(task_id_for(row.job_id, row.idx), row.attempt), seq=row.id,
+        level=log_level(row.source, row.data),
     )

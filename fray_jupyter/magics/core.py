@@ -177,14 +177,14 @@ class FrayMagics(Magics):
     def _show_plan(self, prepared: CellPlan, output: str | None, url: str | None, cluster: str | None = None) -> None:
         from html import escape
 
-        from fray_jupyter.client.budget import budget
-        from fray_jupyter.magics.fitting import describe, verdict
+        from fray_jupyter.magics.fitting import dry_run
         from fray_jupyter.views.preview import render_preview_html
         from fray_jupyter.views.text import render_text
 
         plan = prepared.plan
         client = None if plan.errors else self._existing_client(url, cluster)
-        fit_line, picture = describe(verdict(plan, client)), budget(plan, client)
+        embedded = not (url or cluster or settings.cluster(self) or settings.effective(self, "controller_url"))
+        fit_line, picture = dry_run(plan, client, embedded=embedded)
         sent = f"workspace: {prepared.bundle.summary}" if prepared.bundle else ""
         html = f'<div class="fray-workspace"><code>{escape(sent)}</code></div>' if sent else ""
         display({"text/html": html + render_preview_html(plan, fit=fit_line, budget=picture),  # type: ignore[no-untyped-call]

@@ -95,7 +95,8 @@ class RetryLimits(TypedDict):
 
 
 class LogLine(TypedDict):
-    """One log line: which task and attempt wrote it, its cursor (``seq``), time, stream, text."""
+    """One log line: which task and attempt wrote it, its cursor (``seq``), time, stream, text, and
+    its level (Iris's name in lower case, ``""`` when unknown)."""
 
     task_id: str
     attempt: int
@@ -103,6 +104,7 @@ class LogLine(TypedDict):
     time_ms: int | None
     source: str
     data: str
+    level: str
 
 
 class JobPage(TypedDict):

@@ -33,13 +33,13 @@ from fray_jupyter.server.handlers import (
     EventsHandler,
     JobHandler,
     JobsHandler,
-    LogsHandler,
     OutputFileHandler,
     OutputsHandler,
     StatusHandler,
     TaskHandler,
 )
 from fray_jupyter.server.link import ControllerLink
+from fray_jupyter.server.logs import LogDownloadHandler, LogsHandler
 from fray_jupyter.server.watch import ChangeHub
 
 JOB: Final[str] = r"(?P<job_id>[^/]+)"
@@ -53,6 +53,7 @@ ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     (f"fray/jobs/{JOB}", JobHandler),
     (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})", TaskHandler),
     (f"fray/jobs/{JOB}/logs", LogsHandler),
+    (f"fray/jobs/{JOB}/logs/download", LogDownloadHandler),
     (f"fray/jobs/{JOB}/cancel", CancelHandler),
     (f"fray/jobs/{JOB}/outputs", OutputsHandler),
     (f"fray/jobs/{JOB}/outputs/(?P<index>[0-9]{{1,6}})/(?P<path>.+)", OutputFileHandler),

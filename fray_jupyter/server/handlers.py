@@ -53,8 +53,6 @@ from fray_jupyter.server.watch import ChangeHub
 
 T = TypeVar("T")
 
-MAX_LOG_LINES: Final[int] = 5000
-DEFAULT_LOG_LINES: Final[int] = 1000
 MAX_OUTPUT_FILE_BYTES: Final[int] = 16 * 2**20
 INLINE_TYPES: Final[dict[str, str]] = {
     "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
@@ -251,19 +249,6 @@ class TaskHandler(FrayHandler):
             task = serialize.task_json(answer.task, answer.root_cause_highlights, texts.get(task_id))
             return contract.TaskDetail(task=task, limits=serialize.limits_json(retry_limits(job.request)))
         self.reply(await self.call(read))
-
-
-class LogsHandler(FrayHandler):
-    """``GET /fray/jobs/<id>/logs?cursor=&tail=&max_lines=``: log lines of every task after
-    ``cursor`` (the newest ``max_lines`` with ``tail=1``), and the cursor for the next call."""
-
-    @tornado.web.authenticated
-    async def get(self, job_id: str) -> None:
-        cursor = self.int_arg("cursor", 0, most=2**62)
-        tail = self.choice_arg("tail", "0", ("0", "1", "false", "true")) in ("1", "true")
-        max_lines = self.int_arg("max_lines", DEFAULT_LOG_LINES, most=MAX_LOG_LINES) or DEFAULT_LOG_LINES
-        page = await self.call(lambda client: client.logs(job_id, cursor=cursor, tail=tail, max_lines=max_lines))
-        self.reply(contract.LogPage(entries=[serialize.log_json(entry) for entry in page.entries], cursor=page.cursor))
 
 
 class CancelHandler(FrayHandler):

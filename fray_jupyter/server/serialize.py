@@ -14,6 +14,7 @@ from fray_jupyter.client.diagnostics import Diagnosis
 from fray_jupyter.client.results import TaskOutputs
 from fray_jupyter.client.status_text import StatusText
 from fray_jupyter.iris.attempts import RetryLimits, attempt_counts
+from fray_jupyter.iris.loglines import LEVEL_NAMES
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.proto.time_pb2 import Timestamp
@@ -123,7 +124,7 @@ def detail_json(diagnosis: Diagnosis) -> contract.JobDetail:
 
 
 def log_json(entry: LogEntry) -> LogLine:
-    """One log line: which task and attempt wrote it, its cursor (``seq``), time, stream, text."""
+    """One log line: which task and attempt wrote it, its cursor (``seq``), time, stream, text, level."""
     task_id, attempt = split_key(entry.key)
     return {
         "task_id": task_id,
@@ -132,6 +133,7 @@ def log_json(entry: LogEntry) -> LogLine:
         "time_ms": epoch_ms(entry.timestamp),
         "source": entry.source,
         "data": entry.data,
+        "level": LEVEL_NAMES.get(entry.level, "").lower(),
     }
 
 

@@ -11,7 +11,7 @@ controller's, in epoch milliseconds.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from html import escape
 from typing import Final
 
@@ -25,6 +25,7 @@ from fray_jupyter.iris.states import (
     task_label,
     task_state_name,
 )
+from fray_jupyter.views.ansi import line_html, palette_css
 from fray_jupyter.views.format import size
 from fray_jupyter.views.links import linked_html
 
@@ -59,16 +60,21 @@ STYLE: Final[str] = """<style>
 .fray-status td,.fray-status th{padding:1px 12px 1px 0;text-align:left;vertical-align:top}
 .fray-status th{color:var(--jp-ui-font-color2,#666);font-weight:normal}
 .fray-dim{opacity:.7}
-.fray-log-scroll{display:flex;flex-direction:column-reverse;max-height:18em;overflow:auto;
+.fray-log-box{display:flex !important;flex-direction:column-reverse;max-height:18em;overflow:auto;
  background:var(--jp-layout-color2,#f5f5f5);border-radius:4px}
 .fray-log{margin:0;padding:4px 6px;white-space:pre-wrap;word-break:break-all}
+.fray-log a,.fray-failure a{color:var(--jp-content-link-color,#1976d2);text-decoration:underline}
+.fray-log-task{opacity:.65}.fray-log-task.fray-log-warning{color:#b27d12;opacity:1}
+.fray-log-task.fray-log-error{color:#b22b31;opacity:1}
+.fray-log-mark{background:var(--jp-warn-color3,#fff3e0);display:inline-block;width:100%}
+.fray-log-tools{align-items:center;gap:4px;flex-wrap:wrap}
 .fray-failure{border-left:4px solid var(--jp-error-color1,#c62828);padding:4px 8px;
  background:var(--jp-error-color3,#fdecea)}
 .fray-failure pre{margin:4px 0 0;white-space:pre-wrap}
 .fray-reason-part{white-space:pre-wrap;margin-left:1em}
 .fray-status-body{white-space:pre-wrap;margin-left:1em}
 .fray-attempts td,.fray-attempts th{padding:0 10px 0 0}
-</style>"""
+""" + palette_css() + "\n</style>"
 
 
 # -- small formats ---------------------------------------------------------------------------------
@@ -154,9 +160,9 @@ def root_cause_html(task_id: str, lines: Sequence[str]) -> str:
     if not lines:
         return ""
     *context, last = lines
-    body = escape("\n".join(context) + ("\n" if context else ""))
+    body = "".join(line_html(line) + "\n" for line in context)  # log lines: shown as a terminal shows them
     return (f'<div class="fray-status fray-failure fray-root-cause"><b>likely root cause of task '
-            f'{escape(task_label(task_id))}</b><pre>{body}<b class="fray-root-line">{escape(last)}</b></pre></div>')
+            f'{escape(task_label(task_id))}</b><pre>{body}<b class="fray-root-line">{line_html(last)}</b></pre></div>')
 
 
 def retries_text(task: J.TaskStatus, limits: RetryLimits) -> str:
@@ -234,12 +240,10 @@ def outputs_html(outputs: Sequence[Sequence[OutputFile]], error: str = "") -> st
     return "".join(rows)
 
 
-def logs_html(lines: Iterable[str]) -> str:
-    """The log tail in a box that stays scrolled to its newest line."""
-    text = "\n".join(lines)
-    if not text:
-        return '<div class="fray-status fray-dim fray-log-empty">no log lines yet</div>'
-    return f'<div class="fray-status fray-log-scroll"><pre class="fray-log">{escape(text)}</pre></div>'
+def note_html(text: str, *, error: bool = False) -> str:
+    """A one-line note under a panel's controls: grey, or red for an ``error``; ``text`` escaped."""
+    color = "var(--jp-error-color1,#c62828)" if error else "var(--jp-ui-font-color2,#666)"
+    return f'<div class="fray-status" style="color:{color}">{escape(text)}</div>'
 
 
 def failure_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: Sequence[str]) -> str:
@@ -248,7 +252,7 @@ def failure_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: Sequ
         return ""
     head, *rest = failure_summary(status, tasks, lines)
     return (f'<div class="fray-status fray-failure"><b>{escape(head)}</b>'
-            f'<pre>{escape(chr(10).join(rest))}</pre></div>')
+            f'<pre>{chr(10).join(map(line_html, rest))}</pre></div>')
 
 
 # -- text ------------------------------------------------------------------------------------------

@@ -13,8 +13,11 @@ import re
 from html import escape
 from typing import Final
 
+BARE_URL: Final[str] = r"https?://[^\s<>\"'()\[\]]+"
+"""A bare web address, before its trailing ``TRAILING`` is cut: one rule for status text and log
+lines (``views.ansi``) alike."""
 LINK: Final[re.Pattern[str]] = re.compile(
-    r"\[(?P<label>[^\]\n]{1,500})\]\((?P<target>https?://[^\s()<>]+)\)|(?P<bare>https?://[^\s<>\"'()\[\]]+)")
+    r"\[(?P<label>[^\]\n]{1,500})\]\((?P<target>https?://[^\s()<>]+)\)|(?P<bare>" + BARE_URL + ")")
 BOLD: Final[re.Pattern[str]] = re.compile(r"\*\*([^*\n]+)\*\*")
 TRAILING: Final[str] = ".,;:!?"
 

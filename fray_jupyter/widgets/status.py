@@ -18,7 +18,8 @@ Rules:
   panel is closed (``close``, or a newer panel for the same job in this kernel), and after
   ``max_failures`` polls in a row failed to reach the controller (gone for good: ``%fray status``
   makes a new panel). So a kernel holds at most one poller per live job.
-* Everything the job or controller wrote is HTML-escaped by ``views.job``.
+* Everything the job or controller wrote is HTML-escaped by ``views.job``; the log tail, with its
+  filter, follow, traceback and save controls, is ``widgets.logbox``.
 * Cancel asks the controller to terminate the job and polls at once; the button is disabled once
   the job is terminal.
 """
@@ -28,8 +29,6 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections import deque
-from html import escape
 from typing import TYPE_CHECKING, Any, Final
 
 import ipywidgets as widgets
@@ -37,11 +36,11 @@ import ipywidgets as widgets
 from fray_jupyter.client import results
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import FrayError, JobNotFound
-from fray_jupyter.client.logs import log_line
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
 from fray_jupyter.views import job as view
 from fray_jupyter.widgets import feed
+from fray_jupyter.widgets.logbox import LogBox
 
 if TYPE_CHECKING:
     from fray_jupyter.client.handle import JobHandle
@@ -60,7 +59,7 @@ DRAIN_GRACE: Final[float] = 0.2
 class JobStatusPanel(widgets.VBox):
     """Live status of ``job_id`` on ``client``'s controller: polled once at once, then in the
     background. ``start=False`` leaves all polling to the caller (``refresh()``); ``log_lines``
-    bounds the tail kept and shown."""
+    bounds the tail kept and shown (``widgets.logbox``)."""
 
     def __init__(self, client: FrayClient, job_id: str, *, start: bool = True, log_lines: int = LOG_LINES,
                  poll_first: float = 0.25, poll_max: float = 5.0, max_failures: int = MAX_FAILED_POLLS,
@@ -71,8 +70,6 @@ class JobStatusPanel(widgets.VBox):
         self._failures = 0
         self.status: job_pb2.JobStatus | None = None
         self.task_list: tuple[job_pb2.TaskStatus, ...] = ()
-        self.lines: deque[str] = deque(maxlen=log_lines)
-        self.cursor = 0
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -85,7 +82,7 @@ class JobStatusPanel(widgets.VBox):
                                             layout=widgets.Layout(width="420px"))
         self.reason = widgets.HTML()
         self.tasks = widgets.HTML()
-        self.logs = widgets.HTML(view.logs_html(()))
+        self.logs = LogBox(client, job_id, max_rows=log_lines)
         self.failure = widgets.HTML()
         self.outputs = widgets.HTML()
         self.message = widgets.HTML()
@@ -167,20 +164,20 @@ class JobStatusPanel(widgets.VBox):
                     self._end(f"{error}; stopped polling after {self._failures} failed attempts "
                               f"(run %fray status {self.job_id} to look again)")
                 else:
-                    self.message.value = self._note(f"{error} (retrying)", error=True)
+                    self.message.value = view.note_html(f"{error} (retrying)", error=True)
                 return False
             self._failures = 0
             if self._unreachable:
                 self._unreachable, self.message.value = False, ""
             self._render()
             if self.ended:
-                self.message.value = self._note(self.ended)
+                self.message.value = view.note_html(self.ended)
             return changed
 
     def _end(self, reason: str) -> None:
         """Stop polling for good and say why."""
         self.ended = reason
-        self.message.value = self._note(reason, error=True)
+        self.message.value = view.note_html(reason, error=True)
         self.stop()
 
     def _poll(self) -> bool:
@@ -192,10 +189,10 @@ class JobStatusPanel(widgets.VBox):
             self.stop()
             return False
         tasks = self.client.tasks(self.job_id)
-        fetched = self._fetch_logs()
+        fetched = self.logs.fetch()
         while view.is_terminal(status) and not was_terminal:  # drain the rows written as it ended
             time.sleep(DRAIN_GRACE)
-            if not (more := self._fetch_logs()):
+            if not (more := self.logs.fetch()):
                 break
             fetched += more
         changed = (self.status is None or status.state != self.status.state or tasks != self.task_list
@@ -203,11 +200,15 @@ class JobStatusPanel(widgets.VBox):
         self.status, self.task_list = status, tasks
         return changed
 
-    def _fetch_logs(self) -> int:
-        page = self.client.logs(self.job_id, cursor=self.cursor)
-        self.cursor = page.cursor
-        self.lines.extend(log_line(entry) for entry in page.entries)
-        return len(page.entries)
+    @property
+    def lines(self) -> list[str]:
+        """The log rows the panel shows, as ``[task] text`` lines."""
+        return self.logs.lines()
+
+    @property
+    def cursor(self) -> int:
+        """The log cursor: rows after it are fetched next."""
+        return self.logs.cursor
 
     def _run(self) -> None:
         delay, following = self.poll_first, None
@@ -238,7 +239,7 @@ class JobStatusPanel(widgets.VBox):
         try:
             return self.refresh()
         except Exception as error:  # noqa: BLE001 - a poller must never die with a traceback
-            self.message.value = self._note(f"status panel error: {type(error).__name__}: {error}", error=True)
+            self.message.value = view.note_html(f"status panel error: {type(error).__name__}: {error}", error=True)
             return False
 
     # -- drawing -----------------------------------------------------------------------------------
@@ -255,8 +256,7 @@ class JobStatusPanel(widgets.VBox):
             status.state, "danger" if view.is_terminal(status) else "info")
         self.reason.value = view.pending_html(status, tasks)
         self.tasks.value = view.tasks_html(tasks)
-        self.logs.value = view.logs_html(self.lines)
-        self.failure.value = view.failure_html(status, tasks, list(self.lines))
+        self.failure.value = view.failure_html(status, tasks, self.lines)
         if view.is_terminal(status):
             self.cancel_button.disabled = True
             if not self._outputs_read:
@@ -271,11 +271,6 @@ class JobStatusPanel(widgets.VBox):
         except results.ResultUnavailable as error:
             return view.outputs_html([], str(error))
 
-    @staticmethod
-    def _note(text: str, *, error: bool = False) -> str:
-        color = "var(--jp-error-color1,#c62828)" if error else "var(--jp-ui-font-color2,#666)"
-        return f'<div class="fray-status" style="color:{color}">{escape(text)}</div>'
-
     # -- cancel ------------------------------------------------------------------------------------
     def cancel(self) -> None:
         """Terminate the job (its tasks end KILLED) and poll at once."""
@@ -285,10 +280,10 @@ class JobStatusPanel(widgets.VBox):
             self.client.terminate(self.job_id)
         except FrayError as error:
             self.cancel_button.disabled, self.cancel_button.description = False, "Cancel"
-            self.message.value = self._note(f"cancel failed: {error}", error=True)
+            self.message.value = view.note_html(f"cancel failed: {error}", error=True)
             return
         self.cancel_button.description = "Cancelled"
-        self.message.value = self._note("cancel requested")
+        self.message.value = view.note_html("cancel requested")
         if self._thread is not None and self._thread.is_alive():
             self._wake.set()
         else:
@@ -298,7 +293,7 @@ class JobStatusPanel(widgets.VBox):
         try:
             self.cancel()
         except Exception as error:  # noqa: BLE001 - raised in a click handler it would vanish; show it
-            self.message.value = self._note(f"cancel failed: {type(error).__name__}: {error}", error=True)
+            self.message.value = view.note_html(f"cancel failed: {type(error).__name__}: {error}", error=True)
 
     # -- non-widget front ends -----------------------------------------------------------------------
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:

@@ -89,8 +89,21 @@ export function getJob(jobId: string): Promise<IJobDetail> {
   return request<IJobDetail>(jobPath(jobId));
 }
 
-/** Log lines after `cursor` (or the newest `maxLines` with `tail`). */
-export function getLogs(jobId: string, cursor = 0, options: { tail?: boolean; maxLines?: number } = {}): Promise<ILogPage> {
+/** What `getLogs` may ask besides the cursor (the filters run on the controller). */
+export interface ILogQuery {
+  /** The newest `maxLines` instead of the oldest. */
+  tail?: boolean;
+  maxLines?: number;
+  /** Only lines before this cursor (with `tail`: the page just before it). */
+  before?: number;
+  /** Only lines containing this text. */
+  substring?: string;
+  /** Only lines of this level or above (Iris's levels in lower case). */
+  minLevel?: string;
+}
+
+/** Log lines after `cursor` (or the newest `maxLines` with `tail`), filtered as `options` says. */
+export function getLogs(jobId: string, cursor = 0, options: ILogQuery = {}): Promise<ILogPage> {
   const query: Record<string, string> = { cursor: String(cursor) };
   if (options.tail) {
     query.tail = '1';
@@ -98,7 +111,22 @@ export function getLogs(jobId: string, cursor = 0, options: { tail?: boolean; ma
   if (options.maxLines) {
     query.max_lines = String(options.maxLines);
   }
+  if (options.before) {
+    query.before = String(options.before);
+  }
+  if (options.substring) {
+    query.substring = options.substring;
+  }
+  if (options.minLevel) {
+    query.min_level = options.minLevel;
+  }
   return request<ILogPage>(jobPath(jobId, 'logs'), {}, query);
+}
+
+/** Where the browser downloads the job's whole log (a text file, streamed by the server). */
+export function logDownloadUrl(jobId: string): string {
+  const settings = ServerConnection.makeSettings();
+  return URLExt.join(settings.baseUrl, 'fray', ...jobPath(jobId, 'logs', 'download'));
 }
 
 /** Terminate the job; resolves to its status afterwards. */

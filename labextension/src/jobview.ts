@@ -1,14 +1,13 @@
 /**
- * The open job: what it is, its tasks, its live log, and Cancel (after a confirmation dialog).
- * Rendered from `JobsModel.open`; the log is appended line by line as the cursor advances, and it
- * sticks to the bottom while the user has not scrolled up.
+ * The open job: what it is, its tasks, its live log (`logview.ts`), and Cancel (after a
+ * confirmation dialog). Rendered from `JobsModel.open`.
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
 import { getOutputText, outputFileUrl } from './api';
 import { badge, button, el } from './dom';
 import { formatAgo, formatBytes, formatDuration, jobDuration, progressText, resourcesText } from './format';
-import { MAX_LOG_LINES } from './model';
+import { LogView } from './logview';
 import type { IOpenJob, JobsModel } from './model';
 import type { IJob, ITaskOutputs } from './types';
 
@@ -43,15 +42,6 @@ export class JobView {
     this._badge = el('span');
     this._facts = el('dl', { className: 'fj-Facts' });
     this._tasks = el('tbody');
-    this._logs = el('pre', {
-      className: 'fj-Logs',
-      attrs: { tabindex: '0', 'aria-label': 'Job log', role: 'log', 'aria-live': 'off' }
-    });
-    this._logNote = el('p', { className: 'fj-Muted' });
-    this._logs.addEventListener('scroll', () => {
-      const logs = this._logs;
-      this._stick = logs.scrollTop + logs.clientHeight >= logs.scrollHeight - 8;
-    });
     this.node.append(
       el('div', { className: 'fj-JobView-bar', children: [this._back, this._cancel] }),
       el('div', { className: 'fj-JobView-head', children: [this._title, this._badge] }),
@@ -73,14 +63,13 @@ export class JobView {
       this._outputsHead,
       this._outputs,
       el('h4', { text: 'Log' }),
-      this._logNote,
-      this._logs
+      this._log.node
     );
   }
 
   readonly node: HTMLElement;
 
-  /** Show `open` (the same job as before: only new log lines are appended). */
+  /** Show `open` (the same job as before: the log view keeps its place). */
   render(open: IOpenJob): void {
     const { job, tasks } = open;
     const sameJob = this._jobId === job.job_id;
@@ -104,20 +93,8 @@ export class JobView {
         })
       )
     );
-    if (!sameJob) {
-      this._logs.replaceChildren();
-      this._rendered = 0;
-      this._stick = true;
-    }
     this._renderOutputs(open, sameJob);
-    this._appendLogs(open);
-    this._logNote.textContent = open.logsTrimmed
-      ? 'Older lines are not shown.'
-      : open.logs.length === 0
-        ? job.terminal
-          ? 'The job wrote no output.'
-          : 'No output yet.'
-        : '';
+    this._log.show(open.log, job.terminal);
   }
 
   /** The files each task wrote (once the job has ended): name and size; images and text inline. */
@@ -209,30 +186,6 @@ export class JobView {
     );
   }
 
-  private _appendLogs(open: IOpenJob): void {
-    const count = Math.min(open.received - this._rendered, open.logs.length);
-    this._rendered = open.received;
-    if (count <= 0) {
-      return;
-    }
-    const fresh = open.logs.slice(open.logs.length - count);
-    const fragment = document.createDocumentFragment();
-    for (const line of fresh) {
-      const row = el('span', {
-        className: line.source === 'stderr' ? 'fj-LogLine fj-LogLine-stderr' : 'fj-LogLine'
-      });
-      row.append(el('span', { className: 'fj-LogTask', text: `[${line.task_id.split('/').pop()}] ` }), line.data, '\n');
-      fragment.appendChild(row);
-    }
-    this._logs.appendChild(fragment);
-    while (this._logs.childElementCount > MAX_LOG_LINES && this._logs.firstChild) {
-      this._logs.removeChild(this._logs.firstChild);
-    }
-    if (this._stick) {
-      this._logs.scrollTop = this._logs.scrollHeight;
-    }
-  }
-
   private async _onCancel(): Promise<void> {
     const open = this.model.open;
     if (!open || open.job.terminal || !(await confirmCancel(open.job))) {
@@ -253,13 +206,10 @@ export class JobView {
   private _badge: HTMLSpanElement;
   private _facts: HTMLDListElement;
   private _tasks: HTMLTableSectionElement;
-  private _logs: HTMLPreElement;
-  private _logNote: HTMLParagraphElement;
+  private _log = new LogView();
   private _outputsHead = el('h4', { text: 'Outputs' });
   private _outputs = el('div', { className: 'fj-OutputsView' });
   private _outputsKey = '';
   private _jobId = '';
-  private _rendered = 0;
-  private _stick = true;
   private _cancelling = false;
 }

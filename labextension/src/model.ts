@@ -8,14 +8,11 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { FrayApiError, cancelJob, getJob, getLogs, getOutputs, getStatus, listJobs } from './api';
+import { FrayApiError, cancelJob, getJob, getOutputs, getStatus, listJobs } from './api';
 import { fingerprint, JobWatcher } from './changes';
-import type { IControllerStatus, IJob, IJobPage, ILogLine, ITask, ITaskOutputs } from './types';
+import { LogFeed } from './logfeed';
+import type { IControllerStatus, IJob, IJobPage, ITask, ITaskOutputs } from './types';
 
-/** Lines of a followed log kept in the browser (older ones are dropped from the view). */
-export const MAX_LOG_LINES = 2000;
-/** Lines fetched when a job is opened: the newest ones. */
-export const FIRST_LOG_LINES = 500;
 export const PAGE_SIZE = 50;
 
 export interface IFilters {
@@ -26,12 +23,8 @@ export interface IFilters {
 export interface IOpenJob {
   job: IJob;
   tasks: ITask[];
-  logs: ILogLine[];
-  cursor: number;
-  /** Lines received since the job was opened (`logs` keeps the last `MAX_LOG_LINES`). */
-  received: number;
-  /** Lines were dropped because the log is longer than `MAX_LOG_LINES`. */
-  logsTrimmed: boolean;
+  /** Its log, read page by page (`logfeed.ts`); each refresh reads the rows written since. */
+  log: LogFeed;
   /** What each task wrote under `$IRIS_OUTPUT_DIR`, read once the job has ended (null before). */
   outputs: ITaskOutputs[] | null;
   /** Why the outputs could not be read ('' when they were). */
@@ -48,11 +41,6 @@ async function outputsOf(job: IJob): Promise<[ITaskOutputs[] | null, string]> {
   } catch (error) {
     return [[], error instanceof Error ? error.message : String(error)];
   }
-}
-
-/** A page's lines in time order (tasks' lines interleaved), ties by cursor. */
-export function chronological(lines: ILogLine[]): ILogLine[] {
-  return [...lines].sort((a, b) => (a.time_ms ?? 0) - (b.time_ms ?? 0) || a.seq - b.seq);
 }
 
 export class JobsModel {
@@ -147,18 +135,10 @@ export class JobsModel {
   async openJob(jobId: string): Promise<void> {
     try {
       const detail = await getJob(jobId);
-      const logs = await getLogs(jobId, 0, { tail: true, maxLines: FIRST_LOG_LINES });
-      const lines = chronological(logs.entries);
+      const log = new LogFeed(jobId);
+      await log.open();
       const [outputs, outputsError] = await outputsOf(detail.job);
-      this.open = {
-        ...detail,
-        logs: lines,
-        cursor: logs.cursor,
-        received: lines.length,
-        logsTrimmed: false,
-        outputs,
-        outputsError
-      };
+      this.open = { ...detail, log, outputs, outputsError };
       this.actionError = null;
     } catch (error) {
       this._fail(error);
@@ -188,22 +168,12 @@ export class JobsModel {
   private async _refreshOpen(open: IOpenJob): Promise<void> {
     const id = open.job.job_id;
     const detail = await getJob(id);
-    const page = await getLogs(id, open.cursor);
+    await open.log.poll();
     const [outputs, outputsError] = open.outputs === null ? await outputsOf(detail.job) : [open.outputs, open.outputsError];
     if (this.open?.job.job_id !== id) {
       return; // closed or switched meanwhile
     }
-    const logs = open.logs.concat(chronological(page.entries));
-    const trimmed = logs.length > MAX_LOG_LINES;
-    this.open = {
-      ...detail,
-      logs: trimmed ? logs.slice(logs.length - MAX_LOG_LINES) : logs,
-      cursor: page.cursor,
-      received: open.received + page.entries.length,
-      logsTrimmed: open.logsTrimmed || trimmed,
-      outputs,
-      outputsError
-    };
+    this.open = { ...detail, log: open.log, outputs, outputsError };
   }
 
   private _fail(error: unknown): void {
@@ -223,7 +193,7 @@ export class JobsModel {
       this.status?.url ?? '',
       this.page ? `${this.page.total}\n${fingerprint(this.page.jobs)}` : '-',
       open
-        ? `${open.job.state}|${open.job.completed}|${open.cursor}|${open.tasks.map(t => t.state).join(',')}|${open.outputs?.length ?? '-'}`
+        ? `${open.job.state}|${open.job.completed}|${open.log.version}|${open.tasks.map(t => t.state).join(',')}|${open.outputs?.length ?? '-'}`
         : '-'
     ].join('\n#\n');
   }

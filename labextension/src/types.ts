@@ -74,6 +74,8 @@ export interface ILogLine {
   time_ms: number | null;
   source: string;
   data: string;
+  /** Iris's level of the line in lower case (`info`, `error`, ...); `''` when unknown. */
+  level: string;
 }
 
 export interface IJobPage {

@@ -1,0 +1,207 @@
+"""``LogBox``: the status panel's log tail — stock ipywidgets over ``views.logtail``.
+
+Rules:
+
+* The box shows the newest ``max_rows`` rows a reader sees (``views.logtail``: redraws collapsed,
+  colours rendered, URLs as links, everything else inert). Its first fetch is the newest
+  ``TAIL_ROWS`` rows (``tail``), later ones follow the cursor; both carry the filter.
+* The filter runs on the controller: ``substring`` and ``min_level`` (Iris's level names) are sent
+  with every fetch; changing either starts the box again from the newest matching rows.
+* Following: the box scrolls itself (newest line at the bottom, where it stays while the reader
+  is there; scrolled up, it keeps its distance from the newest line). "Following" pressed off
+  pauses it: what it shows no longer changes and the button counts the rows that came meanwhile
+  ("Jump to latest"); pressed again it shows the newest rows, scrolled to the bottom.
+* "Jump to traceback" asks the controller for the job's last row containing ``TRACEBACK`` and shows
+  that traceback through its exception line, highlighted, paused (whatever the filter).
+* "Save full log" streams every row of the job (``FrayClient.log_pages``, one page in memory at a
+  time) to ``<cwd>/<views.logtail.log_file_name>`` as ``[task] text`` lines, in a thread, and says
+  where it went; a failure is said in the box, never raised.
+* Fetches may come from the panel's poller thread and from clicks at once: one lock orders them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import ipywidgets as widgets
+
+from fray_jupyter.client.errors import FrayError
+from fray_jupyter.client.logs import log_line, log_prefix
+from fray_jupyter.iris.loglines import LEVELS
+from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+from fray_jupyter.views.job import note_html
+from fray_jupyter.views.logtail import (
+    TRACEBACK,
+    collapse,
+    collapse_into,
+    log_file_name,
+    log_tail_html,
+    traceback_end,
+)
+
+if TYPE_CHECKING:
+    from fray_jupyter.client.client import FrayClient
+
+TAIL_ROWS: Final[int] = 2000
+"""Rows of the first fetch (many collapse: a tqdm bar's redraws become one line)."""
+TRACEBACK_ROWS: Final[int] = 500
+"""Rows read from a traceback's first line to find its end."""
+LEVEL_OPTIONS: Final[list[tuple[str, str]]] = [("all levels", ""), *((f"{name.lower()}+", name) for name in LEVELS)]
+
+
+class LogBox(widgets.VBox):
+    """The log tail of ``job_id`` on ``client``, with its filter, follow, traceback and save
+    controls (see the module rules)."""
+
+    def __init__(self, client: FrayClient, job_id: str, *, max_rows: int, **kwargs: Any) -> None:
+        self.client, self.job_id, self.max_rows = client, job_id, max_rows
+        self.rows: list[LogEntry] = []
+        self.cursor = 0
+        self.unseen = 0
+        self._started = False
+        self._lock = threading.RLock()
+        self.filter_text = widgets.Text(placeholder="filter lines (on the controller)", continuous_update=False,
+                                        layout=widgets.Layout(width="18em"))
+        self.min_level = widgets.Dropdown(options=LEVEL_OPTIONS, value="", layout=widgets.Layout(width="9em"),
+                                          tooltip="lowest level shown (Iris's levels)")
+        fit = widgets.Layout(width="auto")
+        self.follow_button = widgets.ToggleButton(value=True, description="Following", icon="arrow-down", layout=fit,
+                                                  tooltip="press to pause the log; press again to jump to the latest line")
+        self.traceback_button = widgets.Button(description="Jump to traceback", icon="bug", layout=fit,
+                                               tooltip="show the last Python traceback in the job's log")
+        self.save_button = widgets.Button(description="Save full log", icon="download", layout=fit,
+                                          tooltip=f"write every line to ./{log_file_name(job_id)}")
+        self.note = widgets.HTML()
+        self.view = self._new_view()
+        self.filter_text.observe(self._on_filter, names="value")
+        self.min_level.observe(self._on_filter, names="value")
+        self.follow_button.observe(self._on_follow, names="value")
+        self.traceback_button.on_click(lambda _button: self._guarded(self.jump_to_traceback))
+        self.save_button.on_click(lambda _button: self._save_in_background())
+        self.tools = widgets.HBox([self.filter_text, self.min_level, self.follow_button, self.traceback_button,
+                                   self.save_button])
+        self.tools.add_class("fray-log-tools")
+        super().__init__([self.tools, self.view, self.note], **kwargs)
+
+    # -- what is shown -------------------------------------------------------------------------
+    @property
+    def following(self) -> bool:
+        """Whether new rows are shown as they come (not paused, not showing a traceback)."""
+        return bool(self.follow_button.value)
+
+    def lines(self) -> list[str]:
+        """The rows shown, as ``[task] text`` lines."""
+        with self._lock:
+            return [log_line(row) for row in self.rows]
+
+    def _new_view(self) -> widgets.HTML:
+        view = widgets.HTML(self._tail_html())
+        view.add_class("fray-log-box")
+        return view
+
+    def _tail_html(self) -> str:
+        empty = "no matching log lines yet" if self.filter_text.value or self.min_level.value else "no log lines yet"
+        return log_tail_html(self.rows, log_prefix, empty=empty)
+
+    def _show_latest(self) -> None:
+        """Show the newest rows in a fresh view (so it is scrolled to the bottom)."""
+        self.unseen = 0
+        self.follow_button.description, self.follow_button.icon = "Following", "arrow-down"
+        self.view = self._new_view()
+        self.children = (self.tools, self.view, self.note)
+
+    # -- fetching ------------------------------------------------------------------------------
+    def fetch(self) -> int:
+        """Fetch the rows after the cursor (the newest ``TAIL_ROWS`` the first time) and show
+        them if following; returns how many came. ``FrayError`` is the caller's to show."""
+        with self._lock:
+            query = {"substring": self.filter_text.value, "min_level": self.min_level.value}
+            if self._started:
+                page = self.client.logs(self.job_id, cursor=self.cursor, **query)
+            else:
+                page = self.client.logs(self.job_id, tail=True, max_lines=TAIL_ROWS, **query)
+                self._started = True
+            self.cursor = page.cursor
+            if page.entries:
+                collapse_into(self.rows, page.entries)
+                del self.rows[:-self.max_rows]
+                if self.following:
+                    self.view.value = self._tail_html()
+                else:
+                    self.unseen += len(page.entries)
+                    self.follow_button.description = f"Jump to latest ({self.unseen} new)"
+            return len(page.entries)
+
+    def _on_filter(self, _change: dict[str, Any]) -> None:
+        with self._lock:
+            self.rows.clear()
+            self.cursor, self._started = 0, False
+            if self.following:
+                self.view.value = self._tail_html()
+            else:
+                self.follow_button.value = True  # shows the (empty) latest
+        self._guarded(self.fetch)
+
+    def _on_follow(self, change: dict[str, Any]) -> None:
+        with self._lock:
+            if change["new"]:
+                self._show_latest()
+            else:
+                self.follow_button.description, self.follow_button.icon = "Jump to latest", "arrow-down"
+
+    def jump_to_traceback(self) -> bool:
+        """Show the job's last traceback, paused (see the module rules); False when there is none."""
+        with self._lock:
+            found = self.client.logs(self.job_id, substring=TRACEBACK, tail=True, max_lines=1).entries
+            if not found:
+                self.note.value = note_html("no Python traceback in this job's log")
+                return False
+            first = found[-1].seq
+            rows = collapse(self.client.logs(self.job_id, cursor=first - 1, max_lines=TRACEBACK_ROWS).entries)
+            start = next(index for index, row in enumerate(rows) if row.seq == first)
+            end = traceback_end(rows, start)
+            self.follow_button.value = False
+            self.view = widgets.HTML(log_tail_html(rows[start:end + 1], log_prefix, marked=range(end + 1 - start)))
+            self.view.add_class("fray-log-box")
+            self.children = (self.tools, self.view, self.note)
+            self.note.value = note_html(f"the last traceback ({log_prefix(rows[start])}); press Jump to latest to follow the log again")
+            return True
+
+    # -- saving --------------------------------------------------------------------------------
+    def save(self, directory: Path | None = None) -> tuple[Path, int]:
+        """Write every row of the job to ``directory`` (default: the current one), one page in
+        memory at a time, replacing the file only once it is whole; returns (path, rows)."""
+        path = (directory or Path.cwd()) / log_file_name(self.job_id)
+        partial = path.with_name(path.name + ".part")
+        count = 0
+        with partial.open("w", encoding="utf-8") as out:
+            for page in self.client.log_pages(self.job_id):
+                out.write("".join(log_line(entry) + "\n" for entry in page.entries))
+                count += len(page.entries)
+        partial.replace(path)
+        return path, count
+
+    def _save_in_background(self) -> None:
+        self.save_button.disabled = True
+        self.note.value = note_html("saving the full log…")
+
+        def run() -> None:
+            try:
+                path, count = self.save()
+                self.note.value = note_html(f"saved {count:,} lines to {path}")
+            except (FrayError, OSError) as error:
+                self.note.value = note_html(f"could not save the log: {error}", error=True)
+            finally:
+                self.save_button.disabled = False
+        threading.Thread(target=run, name=f"fray-save-log {self.job_id}", daemon=True).start()
+
+    def _guarded(self, action: Callable[[], object]) -> None:
+        """Run a click's action; a controller error is shown in the box, not raised (a click
+        handler's exception would vanish)."""
+        try:
+            action()
+        except FrayError as error:
+            self.note.value = note_html(str(error), error=True)
