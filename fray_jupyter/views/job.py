@@ -11,7 +11,7 @@ controller's, in epoch milliseconds.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Final
 
@@ -49,6 +49,7 @@ OTHER_COLOR: Final[str] = "var(--jp-ui-font-color2,#616161)"
 SUMMARY_LOG_LINES: Final[int] = 12
 MAX_CELL_CHARS: Final[int] = 160
 MAX_REASON_CHARS: Final[int] = 4000
+MAX_ATTEMPT_TASKS: Final[int] = 8
 
 STYLE: Final[str] = """<style>
 /* fray-jupyter job status: put on a page once (each new sheet restyles the page) */
@@ -74,6 +75,11 @@ STYLE: Final[str] = """<style>
 .fray-reason-part{white-space:pre-wrap;margin-left:1em}
 .fray-status-body{white-space:pre-wrap;margin-left:1em}
 .fray-attempts td,.fray-attempts th{padding:0 10px 0 0}
+.fray-bar{display:inline-flex;width:80px;height:8px;border-radius:4px;overflow:hidden;vertical-align:middle;
+ background:var(--jp-layout-color3,#ddd)}
+.fray-bar>span{display:block;height:100%}
+.fray-tree td{white-space:nowrap}.fray-tree td:last-child{white-space:normal}
+.fray-snapshot{border:1px dashed var(--jp-border-color1,#bbb);border-radius:4px;padding:4px 8px}
 """ + palette_css() + "\n</style>"
 
 
@@ -207,6 +213,21 @@ def status_text_html(task_id: str, detail_md: str) -> str:
         return ""
     return (f'<div class="fray-status fray-status-text"><span class="fray-dim">task '
             f'{escape(task_label(task_id))}</span><div class="fray-status-body">{linked_html(detail_md)}</div></div>')
+
+
+def diagnosis_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus], limits: RetryLimits,
+                   root_causes: Mapping[str, Sequence[str]], status_texts: Mapping[str, str]) -> str:
+    """What explains a job beyond its states, in this order: its failed attempts and preemptions
+    against its limits (once there are any), each failed task's likely root cause, the attempts of
+    each task that was retried (the first ``MAX_ATTEMPT_TASKS``), and each task's status text."""
+    parts = []
+    if status.failure_count or status.preemption_count:
+        parts.append(f'<div class="fray-status fray-retries">{escape(job_retries_text(status, limits))}</div>')
+    parts += [root_cause_html(task_id, lines) for task_id, lines in root_causes.items()]
+    retried = [task for task in tasks if len(task.attempts) > 1][:MAX_ATTEMPT_TASKS]
+    parts += [attempts_html(task, limits) for task in retried]
+    parts += [status_text_html(task.task_id, status_texts.get(task.task_id, "")) for task in tasks]
+    return "".join(parts)
 
 
 def tasks_html(tasks: Sequence[J.TaskStatus]) -> str:
