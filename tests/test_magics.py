@@ -288,6 +288,59 @@ def test_jobs_lists_my_top_level_jobs_by_default_and_others_on_request(ip: Inter
     assert len(second) == 3 and second[-1].startswith(f"jobs 2-2 of {total}: ")
 
 
+STEP = ("import sys\n"
+        "from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, fray_client\n"
+        "def step(name, code):\n"
+        "    return fray_client().submit(JobRequest(name=name, entrypoint=Entrypoint.from_binary(sys.executable, ['-c', code]),\n"
+        "                                           resources=ResourceConfig.with_cpu(cpu=1, ram='256m', disk='1g')))\n")
+
+
+def test_wait_follows_a_coordinators_tree_writes_its_snapshot_and_names_the_failed_child(
+        ip: InteractiveShell, client: FrayClient) -> None:
+    """``--wait`` on a coordinator: every step's lines by their path, the final snapshot with the
+    tree in the output, and a failure naming the step that failed with its exception line."""
+    cell = STEP + ("good = step('good-step', 'print(\"fine step\")')\n"
+                   "bad = step('bad-step', 'raise ValueError(\"bad <data>\")')\n"
+                   "good.wait()\n"
+                   "bad.wait()\n")
+    with capture_output() as captured:
+        result = ip.run_cell(f"%%fray --wait --name coord-fails -o coord\n{cell}")
+    error = result.error_in_exec
+    assert isinstance(error, JobFailed) and error.job_id == f"/{USER}/coord-fails"
+    rendered = "\n".join(error._render_traceback_())
+    assert "child bad-step FAILED" in rendered and "likely root cause: ValueError: bad <data>" in rendered
+    assert "[good-step/0] fine step" in captured.stdout  # a step's line, named by its path
+    (snapshot,) = [o.data["text/html"] for o in captured.outputs if "fray-snapshot" in o.data.get("text/html", "")]
+    assert 'data-state="failed" data-final="true"' in snapshot and "final state of /tester/coord-fails" in snapshot
+    assert snapshot.count('class="fray-tree-row"') == 2 and "ValueError: bad &lt;data&gt;" in snapshot
+    assert [child.job_id for child in ip.user_ns["coord"].children()] == [
+        f"/{USER}/coord-fails/good-step", f"/{USER}/coord-fails/bad-step"]
+
+
+def test_a_coordinators_panel_shows_the_tree_live_and_cancel_kills_it_all(ip: InteractiveShell,
+                                                                          client: FrayClient) -> None:
+    """The panel lists each step as it is submitted; cancelling the coordinator marks every job of
+    the tree KILLED; shown by IPython, the panel writes its snapshot beside itself and rewrites it."""
+    cell = STEP + ("import time\n"
+                   "steps = [step(f'step-{i}', 'import time; time.sleep(300)') for i in range(3)]\n"
+                   "steps[0].wait()\n")
+    with capture_output() as captured:
+        ip.run_cell(f"%%fray --name coord-live --replicas 1\n{cell}")
+        panel = ip.user_ns["_"]
+        assert isinstance(panel, JobStatusPanel)
+        wait_until(lambda: panel.tree is not None and len(panel.tree.jobs()) == 3, timeout=60)
+        wait_until(lambda: panel.tree is not None and all(j.state == job_pb2.JOB_STATE_RUNNING for j in panel.tree.jobs()))
+        assert panel.tree_view.table.value.count('class="fray-tree-row"') == 3
+        panel.cancel_button.click()
+        assert panel.join(timeout=30) and panel.done
+    assert panel.tree is not None and {job.state for job in panel.tree.jobs()} == {job_pb2.JOB_STATE_KILLED}
+    assert panel.tree_view.table.value.count("fray-state-killed") == 3 and panel.state == "killed"
+    widget, snapshot, *updates = captured.outputs
+    assert "application/vnd.jupyter.widget-view+json" in widget.data and list(snapshot.data) == ["text/html"]
+    assert updates and 'data-state="killed" data-final="true"' in updates[-1].data["text/html"]
+    assert updates[-1].data["text/html"].count("fray-state-killed") >= 4  # the root and its three steps
+
+
 def test_workspace_modules_travel_with_the_cell(ip: InteractiveShell, tmp_path: Path) -> None:
     (tmp_path / "helpers.py").write_text("def answer():\n    return 42\n")
     with capture_output() as captured:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import sys
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -22,14 +20,12 @@ from fray_jupyter.client.discovery import TOKEN_ENV, resolve
 from fray_jupyter.client.errors import JobNotFound
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.magics import settings
-from fray_jupyter.magics.errors import JobFailed, controller_errors
+from fray_jupyter.magics.errors import controller_errors
 from fray_jupyter.magics.fitting import check_before_submit
 from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER, usage
 
 if TYPE_CHECKING:
     from fray_jupyter.client.client import FrayClient
-    from fray_jupyter.client.handle import JobHandle
-    from fray_jupyter.iris.proto import job_pb2
     from fray_jupyter.magics.submission import CellPlan
     from fray_jupyter.widgets.status import JobStatusPanel
 
@@ -167,6 +163,8 @@ class FrayMagics(Magics):
                          "pass --name to run another copy")
         for note in notes:
             print(f"note: {note}")
+        from fray_jupyter.magics.waiting import panel, wait
+
         if args.wait:
             wait(handle)
             return None
@@ -252,6 +250,8 @@ class FrayMagics(Magics):
                  "text/plain": jobs_text(page.jobs, listing)}, raw=True)
 
     def _status(self, args: Any) -> JobStatusPanel:
+        from fray_jupyter.magics.waiting import panel
+
         job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)
         with controller_errors(f"looking up {job_id}"):
             client.status(job_id)  # fail the cell now for an unknown id, not inside the panel
@@ -295,38 +295,6 @@ class FrayMagics(Magics):
             except ValueError as error:
                 raise usage(str(error), f"{LINE} config") from None
         print(settings.render(self, key))
-
-
-def panel(client: FrayClient, job_id: str) -> JobStatusPanel:
-    """The live panel a submission or ``%fray status`` returns (shown as the cell's output)."""
-    from fray_jupyter.widgets.status import JobStatusPanel
-
-    return JobStatusPanel(client, job_id)
-
-
-def wait(handle: JobHandle) -> job_pb2.JobStatus:
-    """``--wait``: print the job's log lines as they come, then a one-line result; a job that does
-    not succeed raises ``JobFailed`` with its summary (state, error, failed tasks, last lines)."""
-    from fray_jupyter.iris.proto import job_pb2
-    from fray_jupyter.iris.states import job_state_name
-    from fray_jupyter.views import job as view
-
-    tail: deque[str] = deque(maxlen=view.SUMMARY_LOG_LINES)
-    job_id = handle.job_id
-    try:
-        with controller_errors(f"waiting for {job_id}"):
-            for line in handle.follow():
-                tail.append(line)
-                print(line, flush=True)
-            status, tasks = handle.status(), handle.tasks()
-    except KeyboardInterrupt:
-        print(f"stopped waiting; {job_id} keeps running (`%fray cancel {job_id}` stops it)", file=sys.stderr)
-        raise
-    state = job_state_name(status.state).upper()
-    if status.state != job_pb2.JOB_STATE_SUCCEEDED:
-        raise JobFailed(job_id, state, view.failure_summary(status, tasks, list(tail)))
-    print(f"job {job_id} {state} ({view.elapsed(status)}, {status.completed_count}/{status.task_count} tasks)")
-    return status
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -16,7 +16,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from fray_jupyter.flags import add_connection_arguments, add_fit_arguments, add_job_arguments
-from fray_jupyter.iris.states import JOB_STATES
 
 CELL: Final[str] = "%%fray"
 
@@ -126,7 +125,7 @@ def line_parser() -> FrayParser:
     jobs.add_argument("--with-children", action="store_true",
                       help="child jobs too (coordinators' steps), not only top-level jobs")
     jobs.add_argument("--state", default="", metavar="STATE",
-                      help=f"only jobs in this state ({', '.join(JOB_STATES)})")
+                      help="only jobs in this state (pending, running, succeeded, failed, killed, …)")
     jobs.add_argument("--name", default="", metavar="TEXT", help="only jobs whose name contains TEXT")
     jobs.add_argument("--limit", type=int, default=20, metavar="N", help="at most N jobs (default 20)")
     jobs.add_argument("--offset", type=int, default=0, metavar="N", help="skip the N newest (the next page)")

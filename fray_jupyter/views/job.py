@@ -278,9 +278,10 @@ def failure_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: Sequ
 
 # -- text ------------------------------------------------------------------------------------------
 def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: Sequence[str],
-                    now: int | None = None) -> list[str]:
+                    now: int | None = None, below: Sequence[str] = ()) -> list[str]:
     """Lines saying how a job ended: the state, exit code and error; each task that did not
-    succeed; the last ``SUMMARY_LOG_LINES`` log lines."""
+    succeed; the lines ``below`` (which jobs below it failed and why: ``views.tree.failed_lines``);
+    the last ``SUMMARY_LOG_LINES`` log lines."""
     state = job_state_name(status.state).upper()
     exit_code = f", exit code {status.exit_code}" if status.exit_code else ""
     error = f": {cut(status.error, 300)}" if status.error else ""
@@ -290,6 +291,7 @@ def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: S
             code = f", exit code {task.exit_code}" if task.HasField("finished_at") and task.exit_code else ""
             why = f": {cut(task.error)}" if task.error else ""
             summary.append(f"task {task_label(task.task_id)}: {task_state_name(task.state).upper()}{code}{why}")
+    summary += below
     tail = list(lines)[-SUMMARY_LOG_LINES:]
     if tail:
         summary.append(f"last {len(tail)} log line{'s' if len(tail) != 1 else ''}:")

@@ -39,24 +39,26 @@ SNAPSHOT_CSS: Final[str] = """<style>
  .jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets:not(:has(*))){display:none}
 </style>"""
 """The two visibility rules of the module docstring, for JupyterLab's and Notebook 7's output areas."""
+LIVE_NOTE: Final[str] = " (a snapshot: the live panel replaces it while the kernel runs)"
 
 
 def snapshot_html(tree: JobTree, tasks: Sequence[job_pb2.TaskStatus], rows: Sequence[logging_pb2.LogEntry],
                   label: Callable[[logging_pb2.LogEntry], str], *, limits: RetryLimits | None = None,
                   root_causes: Mapping[str, Sequence[str]] | None = None,
                   status_texts: Mapping[str, str] | None = None, failed: Sequence[FailedChild] = (),
-                  taken_ms: int | None = None) -> str:
+                  taken_ms: int | None = None, beside_panel: bool = True) -> str:
     """The snapshot of ``tree.root`` (see the module rules): its ``tasks``, the newest
     ``SNAPSHOT_LOG_ROWS`` of ``rows`` (as a reader sees them: ``views.logtail.collapse``d; each
-    labelled by ``label``), and what explains it."""
+    labelled by ``label``), and what explains it; ``beside_panel``: written beside a live panel
+    (its caption says the panel replaces it), else alone (``%%fray --wait``'s result)."""
     status = tree.root
     taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime((taken_ms or view.now_ms()) / 1000))
     final = view.is_terminal(status) and tree.settled
     when = "final state" if final else "last known state"
     lines = [f"{label(row)} {row.data}" for row in rows[-view.SUMMARY_LOG_LINES:]]
     parts = [
-        (f'<div class="fray-dim fray-snapshot-caption">{when} of {escape(status.job_id)} at {escape(taken)} '
-        "(a snapshot; the live panel replaces it while the kernel runs)</div>"),
+        (f'<div class="fray-dim fray-snapshot-caption">{when} of {escape(status.job_id)} at {escape(taken)}'
+         f'{LIVE_NOTE if beside_panel else ""}</div>'),
         view.header_html(status, taken_ms),
         view.pending_html(status, tasks),
         view.failure_html(status, tasks, lines),

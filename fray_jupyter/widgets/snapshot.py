@@ -10,19 +10,23 @@ Rules:
 * The panel rewrites it when the job's or a child's state changes and once its tree has settled
   (``iris.tree``), with the last log rows; an unchanged snapshot is not sent again.
 * ``read_snapshot`` builds the same snapshot in one go for a job that has ended (``%%fray --wait``):
-  its diagnosis, its tree, the failed jobs below it and its tree's newest log rows.
+  its diagnosis, its tree (once settled, or after ``settle`` s), the failed jobs below it and its
+  tree's newest log rows.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from IPython.display import display
 
+from fray_jupyter.client.client import backoff
 from fray_jupyter.client.diagnostics import Diagnosis, diagnose
 from fray_jupyter.client.logs import log_prefix
 from fray_jupyter.client.tree import failed_children, fetch_tree
+from fray_jupyter.iris.states import is_job_finished
 from fray_jupyter.iris.tree import FailedChild, JobTree
 from fray_jupyter.views.logtail import collapse
 from fray_jupyter.views.snapshot import snapshot_html
@@ -66,14 +70,20 @@ class JobSnapshot:
     html: str
 
 
-def read_snapshot(client: FrayClient, job_id: str) -> JobSnapshot:
-    """The snapshot of ``job_id`` as it is now (see the module rules)."""
+def read_snapshot(client: FrayClient, job_id: str, *, settle: float = 0.0) -> JobSnapshot:
+    """The snapshot of ``job_id`` as it is now (see the module rules), written alone (not beside a
+    panel); ``settle``: wait up to that many seconds for the jobs below an ended job to end too
+    (a cascade takes a moment; under PRESERVE_CHILDREN they may run on)."""
     diagnosis = diagnose(client, job_id)
     tree = fetch_tree(client, diagnosis.status)
+    deadline, delays = time.monotonic() + settle, backoff()
+    while is_job_finished(diagnosis.status.state) and not tree.settled and time.monotonic() < deadline:
+        time.sleep(next(delays))
+        tree = fetch_tree(client, diagnosis.status, tree)
     failed = failed_children(client, tree)
     rows = collapse(client.logs(job_id, tail=True, max_lines=TAIL_ROWS, include_children=True).entries)
     html = snapshot_html(tree, diagnosis.tasks, rows, lambda row: log_prefix(row, job_id), limits=diagnosis.limits,
                          root_causes=diagnosis.root_causes,
                          status_texts={task: text.detail_md for task, text in diagnosis.status_texts.items()},
-                         failed=failed)
+                         failed=failed, beside_panel=False)
     return JobSnapshot(diagnosis, tree, failed, html)
