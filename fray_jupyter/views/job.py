@@ -80,6 +80,13 @@ STYLE: Final[str] = """<style>
 .fray-bar>span{display:block;height:100%}
 .fray-tree td{white-space:nowrap}.fray-tree td:last-child{white-space:normal}
 .fray-snapshot{border:1px dashed var(--jp-border-color1,#bbb);border-radius:4px;padding:4px 8px}
+.jp-RenderedHTMLCommon .fray-status table,.jp-RenderedHTMLCommon table.fray-status{margin:0;border:none;
+ font-size:inherit;color:inherit}
+.jp-RenderedHTMLCommon .fray-status td,.jp-RenderedHTMLCommon .fray-status th{text-align:left;border:none;
+ padding:1px 12px 1px 0;max-width:none;line-height:inherit}
+.jp-RenderedHTMLCommon .fray-status tbody tr:nth-child(odd),.jp-RenderedHTMLCommon .fray-status tbody tr:nth-child(even),
+.jp-RenderedHTMLCommon .fray-status tbody tr:hover
+ {background:transparent}
 """ + palette_css() + "\n</style>"
 
 

@@ -11,8 +11,10 @@ Rules:
 * Beside a live panel in JupyterLab or Notebook 7 (the same cell's output area holds a rendered
   ``.fray-status-panel``) the snapshot is hidden: the panel shows the same, live.
 * Without one (the kernel is gone), the snapshot hides what ipywidgets draws in the same output
-  area for a widget whose model is gone (its ``jupyter-widgets`` output with no element inside:
-  "Error displaying widget: model not found"), so the cell shows the job's last state alone.
+  area for a widget whose model is gone ("Error displaying widget: model not found": ipywidgets
+  marks that output node itself ``jupyter-widgets``, where a live widget's node only holds its
+  view), so the cell shows the job's last state alone. (``:has()`` cannot nest, so the rules
+  test classes only.)
 * It says when it was taken and whether the job had ended then (``final``) or may have gone on.
 """
 
@@ -36,7 +38,7 @@ SNAPSHOT_LOG_ROWS: Final[int] = 40
 SNAPSHOT_CSS: Final[str] = """<style>
 .jp-OutputArea:has(.fray-status-panel) .jp-OutputArea-child:has(.fray-snapshot){display:none}
 .jp-OutputArea:has(.fray-snapshot):not(:has(.fray-status-panel))
- .jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets:not(:has(*))){display:none}
+ .jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets){display:none}
 </style>"""
 """The two visibility rules of the module docstring, for JupyterLab's and Notebook 7's output areas."""
 LIVE_NOTE: Final[str] = " (a snapshot: the live panel replaces it while the kernel runs)"
