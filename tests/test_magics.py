@@ -315,6 +315,16 @@ def test_wait_follows_a_coordinators_tree_writes_its_snapshot_and_names_the_fail
     assert snapshot.count('class="fray-tree-row"') == 2 and "ValueError: bad &lt;data&gt;" in snapshot
     assert [child.job_id for child in ip.user_ns["coord"].children()] == [
         f"/{USER}/coord-fails/good-step", f"/{USER}/coord-fails/bad-step"]
+    with capture_output() as captured:
+        fray(ip, "logs coord-fails --children")
+    assert "[good-step/0] fine step" in captured.stdout and "[bad-step/0] ValueError: bad <data>" in captured.stdout
+    with capture_output() as captured:
+        fray(ip, "logs coord-fails")
+    assert "good-step" not in captured.stdout  # its own lines only
+    with capture_output() as captured:
+        fray(ip, "jobs --with-children --name coord-fails")
+    (table,) = captured.outputs
+    assert f"/{USER}/coord-fails ▸" in table.data["text/plain"] and f"/{USER}/coord-fails/bad-step" in table.data["text/plain"]
 
 
 def test_a_coordinators_panel_shows_the_tree_live_and_cancel_kills_it_all(ip: InteractiveShell,

@@ -265,12 +265,12 @@ class FrayMagics(Magics):
         job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)
         with controller_errors(f"reading the logs of {job_id}"):
             client.status(job_id)
-            page = client.logs(job_id, tail=args.tail > 0, max_lines=args.tail)
+            page = client.logs(job_id, tail=args.tail > 0, max_lines=args.tail, include_children=args.children)
             for entry in page.entries:
-                print(log_line(entry))
+                print(log_line(entry, job_id))
             if args.follow:
-                for entry in client.follow(job_id, cursor=page.cursor):
-                    print(log_line(entry), flush=True)
+                for entry in client.follow(job_id, cursor=page.cursor, include_children=args.children):
+                    print(log_line(entry, job_id), flush=True)
 
     def _cancel(self, args: Any) -> None:
         from fray_jupyter.iris.states import is_job_finished, job_state_name

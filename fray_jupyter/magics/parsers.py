@@ -45,7 +45,7 @@ Examples:
   %%fray --resources picker --workspace . --dry-run
   %%fray --cluster marin --tpu v5p-8 --wait
 
-Other commands: %fray jobs | status ID | logs ID [--follow] | cancel ID | config [KEY [VALUE]]
+Other commands: %fray jobs | status ID | logs ID [--follow] [--children] | cancel ID | config [KEY [VALUE]]
 """
 
 LINE_DESCRIPTION: Final[str] = """\
@@ -135,6 +135,8 @@ def line_parser() -> FrayParser:
     logs.add_argument("job", metavar="ID")
     logs.add_argument("--follow", action="store_true", help="keep printing new lines until the job ends")
     logs.add_argument("--tail", type=int, default=0, metavar="N", help="only the last N lines")
+    logs.add_argument("--children", action="store_true",
+                      help="the lines of every job below it too, each named by its path ([step/0])")
     cancel = commands.add_parser("cancel", parents=[common], help="terminate a job")
     cancel.add_argument("job", metavar="ID")
     config = commands.add_parser("config", help="show the settings, or set one for this session")
