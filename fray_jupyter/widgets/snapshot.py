@@ -20,8 +20,6 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from IPython.display import display
-
 from fray_jupyter.client.client import backoff
 from fray_jupyter.client.diagnostics import Diagnosis, diagnose
 from fray_jupyter.client.logs import log_prefix
@@ -50,6 +48,8 @@ class SnapshotOutput:
 
     def show(self, html: str) -> None:
         """Write the snapshot as a new output of the running cell."""
+        from IPython.display import display  # only when shown: the widgets load without IPython
+
         self.html = html
         self._handle = display({"text/html": html}, raw=True, display_id=True)  # type: ignore[no-untyped-call]
 
