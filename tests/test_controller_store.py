@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.store import MIGRATIONS, SCHEMA_VERSION, JobRow, SchemaTooNew, Store
+from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
+from fray_jupyter.controller.store import JobRow, SchemaTooNew, Store
 from fray_jupyter.iris.proto import job_pb2 as J
 
 
