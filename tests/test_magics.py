@@ -113,6 +113,7 @@ def test_dry_run_shows_exactly_the_pickers_preview_and_sends_nothing(ip: Interac
         fray(ip, "--dry-run --resources picker --name dry -o planned", body)
     (output,) = captured.outputs
     html = output.data["text/html"]
+    assert set(output.data) == {"text/html", "text/plain"}  # plain HTML and text, no widget: shown everywhere
     same = plan(picker.job(Entrypoint.from_cell(body)), user=USER)
     fit_line = "fit: after-scale-up — tpu_v5p_8 can scale up a slice for it · tpu_v5p_8 (us-central1, preemptible, 0/2 slices ready)"
     picture = budget(same, client)
@@ -349,6 +350,11 @@ def test_a_coordinators_panel_shows_the_tree_live_and_cancel_kills_it_all(ip: In
     assert "application/vnd.jupyter.widget-view+json" in widget.data and list(snapshot.data) == ["text/html"]
     assert updates and 'data-state="killed" data-final="true"' in updates[-1].data["text/html"]
     assert updates[-1].data["text/html"].count("fray-state-killed") >= 4  # the root and its three steps
+    display_id = panel.snapshot._handle.display_id
+    with capture_output() as again:
+        panel._ipython_display_()  # shown a second time: the same snapshot, under the same display id
+    assert again.outputs[-1].data["text/html"] == updates[-1].data["text/html"]
+    assert panel.snapshot._handle.display_id == display_id
 
 
 def test_workspace_modules_travel_with_the_cell(ip: InteractiveShell, tmp_path: Path) -> None:

@@ -47,11 +47,15 @@ class SnapshotOutput:
         return self._handle is not None
 
     def show(self, html: str) -> None:
-        """Write the snapshot as a new output of the running cell."""
+        """Write the snapshot as a new output of the running cell (shown again, under the same
+        display id: every copy is rewritten together)."""
         from IPython.display import display  # only when shown: the widgets load without IPython
 
         self.html = html
-        self._handle = display({"text/html": html}, raw=True, display_id=True)  # type: ignore[no-untyped-call]
+        if self._handle is not None:
+            self._handle.display({"text/html": html}, raw=True)
+        else:
+            self._handle = display({"text/html": html}, raw=True, display_id=True)  # type: ignore[no-untyped-call]
 
     def update(self, html: str) -> None:
         """Rewrite the snapshot's output (nothing if it was never shown or is unchanged)."""
