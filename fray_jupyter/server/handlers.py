@@ -221,7 +221,7 @@ class JobsHandler(FrayHandler):
         limit = self.int_arg("limit", 50, most=MAX_LIST_JOBS_LIMIT) or 50
         name = self.get_query_argument("name", "")
         page = await self.call(lambda client: client.list(
-            name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit,
+            user=None, name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit,
             scope=scope, parent=parent))
         self.reply(contract.JobPage(jobs=[serialize.job_json(job) for job in page.jobs], total=page.total,
                                     has_more=page.has_more))
