@@ -89,11 +89,11 @@ def main() -> int:
         try:
             with FrayClient(controller.info.url, controller.info.token) as client:
                 client.list(limit=1)  # open the connection
-                flat = median_ms(lambda: client.list(limit=50), 50)
-                roots = median_ms(lambda: client.list(scope="roots", limit=50), 50)
-                flat_wide = median_ms(lambda: client.list(limit=WIDE), WIDE)
+                flat = median_ms(lambda: client.list(user=None, scope="all", limit=50), 50)
+                roots = median_ms(lambda: client.list(user=None, scope="roots", limit=50), 50)
+                flat_wide = median_ms(lambda: client.list(user=None, scope="all", limit=WIDE), WIDE)
                 children = median_ms(lambda: client.list(scope="children", parent=BIG_PARENT, limit=WIDE), WIDE)
-                total = client.list(scope="roots", limit=1).total
+                total = client.list(user=None, scope="roots", limit=1).total
         finally:
             stop_quietly(controller)
     children_total = args.jobs - total

@@ -8,8 +8,9 @@ Scenarios:
   closed with the client.
 * ``cells``: ``%%fray --cluster twin --wait`` in an IPython shell whose current directory is a uv
   project, with and without ``--no-workspace``; what each task saw, and the request the genuine Iris
-  stored for each job (read back with Iris's own RPC client); then the same from a directory over
-  the bundle cap.
+  stored for each job (read back with Iris's own RPC client); a coordinator cell whose task submits
+  a step through Marin's ``current_client()`` (its lines and final snapshot); then the same from a
+  directory over the bundle cap.
 * ``race``: resolve ``twin`` when the parent says "go" on stdin (after this process said "ready"),
   print the URL and how many Iris local clusters this process started, close on the next line.
 * ``edge``: an IAP-fronted manifest ``edge`` (with a public ``dashboard_url``) whose edge is a recording forwarder to a real Iris
@@ -101,6 +102,15 @@ print("has-helper", os.path.isfile(os.path.join(os.environ["IRIS_WORKDIR"], "hel
 """
 
 
+COORDINATOR = """\
+from fray.current_client import current_client
+from fray.types import Entrypoint, JobRequest, ResourceConfig
+step = current_client().submit(JobRequest(name="step", entrypoint=Entrypoint.from_binary("sh", ["-c", "echo step ran"]),
+                                          resources=ResourceConfig(cpu=1, ram="256m", disk="1g", preemptible=False)))
+step.wait()
+"""
+
+
 def cells() -> dict[str, Any]:
     from IPython.core.error import UsageError
     from IPython.core.interactiveshell import InteractiveShell
@@ -120,6 +130,10 @@ def cells() -> dict[str, Any]:
         shell.run_cell_magic("fray", "--cluster twin --wait --name bundled", CELL)
         shell.run_cell_magic("fray", "--cluster twin --wait --no-workspace --name bare", CELL)
     out["stdout"] = captured.stdout
+    with capture_output() as captured:
+        shell.run_cell_magic("fray", "--cluster twin --wait --no-workspace --non-preemptible --name coord", COORDINATOR)
+    out["coord_stdout"] = captured.stdout
+    out["coord_snapshot"] = "".join(o.data.get("text/html", "") for o in captured.outputs)
     client = shell.find_magic("fray", "line").__self__.client(cluster="twin")
     iris = ControllerServiceClientSync(client.url)
     for name in ("bundled", "bare"):

@@ -209,7 +209,7 @@ def test_list_asks_for_a_scope_and_fills_each_parent_only_where_the_controller_l
     rows = [job_pb2.JobStatus(job_id="/u/c/step", has_children=True), job_pb2.JobStatus(job_id="/u/c"),
             job_pb2.JobStatus(job_id="/u/d/x", parent_job_id="/u/d")]
     FakeTransport.script["ListJobs"] = [lambda request: Controller.ListJobsResponse(jobs=rows, total_count=3)]
-    every = client.list()
+    every = client.list(scope="all")
     assert [(j.parent_job_id, j.has_children) for j in every.jobs] == [("/u/c", True), ("", False), ("/u/d", False)]
     client.list(scope="children", parent="/u/c")
     query = FakeTransport.calls[-1][1].query  # type: ignore[attr-defined]
@@ -219,6 +219,33 @@ def test_list_asks_for_a_scope_and_fills_each_parent_only_where_the_controller_l
     for bad, said in (({"scope": "tree"}, "scope 'tree' must be one of all, roots, children"),
                       ({"scope": "children"}, "scope 'children' needs parent=<job id>"),
                       ({"parent": "/u/c"}, "parent='/u/c' is only for scope 'children'")):
+        with pytest.raises(ValueError, match=said):
+            client.list(**bad)  # type: ignore[arg-type]
+
+
+def test_list_opens_on_my_top_level_jobs_as_iris_s_dashboard_does(client: FrayClient,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default: the client's user's roots (``job_id_prefix="/<user>/"``, scope ROOTS); a name for
+    another user's, None for everyone's; a prefix of one's own; a parent's children whoever's."""
+    monkeypatch.setenv("IRIS_USER", "alice")
+    FakeTransport.script["ListJobs"] = [lambda request: Controller.ListJobsResponse(total_count=0)]
+
+    def sent(**kwargs: Any) -> tuple[int, str]:
+        client.list(**kwargs)
+        query = FakeTransport.calls[-1][1].query  # type: ignore[attr-defined]
+        return query.scope, query.job_id_prefix
+
+    roots, every = Controller.JOB_QUERY_SCOPE_ROOTS, Controller.JOB_QUERY_SCOPE_ALL
+    assert client.user == "alice" and sent() == (roots, "/alice/")
+    assert sent(user="bob") == (roots, "/bob/") and sent(user=None) == (roots, "")
+    assert sent(user=None, scope="all") == (every, "") and sent(scope="all") == (every, "/alice/")
+    assert sent(prefix="/carol/exp-") == (roots, "/carol/exp-")
+    assert sent(scope="children", parent="/bob/coord") == (Controller.JOB_QUERY_SCOPE_CHILDREN, "")
+    with FrayClient(URL, user="dave") as dave:
+        assert dave.user == "dave"
+    for bad, said in (({"user": "bob", "prefix": "/bob/x"}, "prefix='/bob/x' names its own jobs"),
+                      ({"user": "bob", "scope": "children", "parent": "/a/c"}, "user='bob' is for scopes"),
+                      ({"user": "a b"}, "must be a non-empty name")):
         with pytest.raises(ValueError, match=said):
             client.list(**bad)  # type: ignore[arg-type]
 

@@ -109,8 +109,8 @@ def test_a_local_kind_manifest_in_the_users_config_dir_runs_jobs_and_closes_with
 def test_a_cell_sends_the_current_directory_and_iris_s_setup_as_iris_job_run_does(tmp_path: Path) -> None:
     """``%%fray --cluster twin`` from a uv project: the genuine Iris stores a bundle, the task finds
     the project's files in its work dir, and the setup commands are those Iris's own client builds
-    for a job without setup scripts; ``--no-workspace`` sends neither; a directory over the cap is
-    one line."""
+    for a job without setup scripts; ``--no-workspace`` sends neither; a coordinator cell's step
+    shows in its lines and its final snapshot's tree; a directory over the cap is one line."""
     from iris.cluster.runtime.entrypoint import build_runtime_entrypoint
     from iris.cluster.types import Entrypoint as IrisEntrypoint
     from iris.cluster.types import EnvironmentSpec
@@ -124,6 +124,9 @@ def test_a_cell_sends_the_current_directory_and_iris_s_setup_as_iris_job_run_doe
     assert len(seen["bundled"]["setup_commands"]) == 2
     assert "[0] has-helper False bundle-id False" in seen["stdout"]
     assert seen["bare"] == {"bundle_id": "", "setup_commands": [], "setup_scripts": []}
+    assert "[step/0] step ran" in seen["coord_stdout"] and "job /alice/coord SUCCEEDED" in seen["coord_stdout"]
+    assert 'data-job-id="/alice/coord" data-state="succeeded" data-final="true"' in seen["coord_snapshot"]
+    assert 'data-job-id="/alice/coord/step"' in seen["coord_snapshot"]  # the tree, as the named cluster lists it
     over_cap = seen["over_cap"]
     assert "\n" not in over_cap and over_cap.startswith("%%fray: the current directory ")
     assert "/tmp/big is sent as the workspace on a named cluster (as `iris job run` does), but it bundles to " \

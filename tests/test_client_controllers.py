@@ -155,11 +155,11 @@ def test_logs_filter_by_level_page_back_and_read_whole(client: FrayClient, tmp_p
 def test_list_filters_and_pages(client: FrayClient, tmp_path: Path) -> None:
     job_id = client.submit(_plan(tmp_path, "true", replicas=1))
     client.wait(job_id, timeout=30)
-    page = client.list(name_filter=job_id.rsplit("/", 1)[1].upper())
+    page = client.list(user=USER, name_filter=job_id.rsplit("/", 1)[1].upper())
     assert [job.job_id for job in page.jobs] == [job_id] and page.total == 1 and not page.has_more
-    assert job_id in {job.job_id for job in client.list(state="succeeded", limit=500).jobs}
-    assert job_id not in {job.job_id for job in client.list(state="running", limit=500).jobs}
-    first = client.list(limit=1, sort="name", descending=False)
+    assert job_id in {job.job_id for job in client.list(user=USER, state="succeeded", limit=500).jobs}
+    assert job_id not in {job.job_id for job in client.list(user=USER, state="running", limit=500).jobs}
+    first = client.list(user=USER, limit=1, sort="name", descending=False)
     assert len(first.jobs) == 1 and first.total >= 1 and first.has_more == (first.total > 1)
 
 
@@ -178,7 +178,7 @@ def test_resubmitting_with_keep_returns_the_same_job(client: FrayClient, tmp_pat
     job = _plan(tmp_path, "true", replicas=1)
     assert client.submit(job) == client.submit(job) == job.job_id
     client.wait(job.job_id, timeout=30)
-    assert client.list(name_filter=job.job_id.rsplit("/", 1)[1]).total == 1
+    assert client.list(user=USER, name_filter=job.job_id.rsplit("/", 1)[1]).total == 1
 
 
 def test_unknown_job_is_job_not_found(client: FrayClient) -> None:

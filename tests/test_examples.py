@@ -85,6 +85,12 @@ def test_coordinator_example_runs_a_tpu_and_an_eval_step_as_children() -> None:
         assert f"{root}/{step}: succeeded, parent {root}" in text
     assert f"[train-step/0] train step on {root}/train-step/0:0 (a v5p-8, emulated)" in text
     assert "SUCCEEDED" in text
+    run = next(c for c in notebook.cells if c.cell_type == "code" and c.source.startswith("%%fray"))
+    (snapshot,) = [o.data["text/html"] for o in run.outputs if "fray-snapshot" in o.get("data", {}).get("text/html", "")]
+    assert 'data-state="succeeded" data-final="true"' in snapshot  # the final state, kept in the notebook
+    for step in ("train-step", "eval-step"):
+        assert f'data-job-id="{root}/{step}"' in snapshot
+    assert f"{root} ▸" in text and f"{root}/train-step " in text  # %fray jobs --with-children
 
 
 # -- examples/real_iris.md names only commands and flags that exist ---------------------------------

@@ -144,7 +144,7 @@ def _terminator(client: FrayClient, ledger: Ledger, stop: threading.Event, rng: 
 def _all_jobs(client: FrayClient) -> list[J.JobStatus]:
     jobs: list[J.JobStatus] = []
     while True:
-        page = client.list(offset=len(jobs), limit=500)
+        page = client.list(user=None, scope="all", offset=len(jobs), limit=500)
         jobs += page.jobs
         if not page.has_more:
             return jobs
@@ -168,7 +168,7 @@ class Snapshot:
 def _snapshot(client: FrayClient, ledger: Ledger) -> Snapshot:
     snapshot = Snapshot()
     acked = ledger.acked_ids()
-    for job in client.list(state="running", limit=500).jobs:
+    for job in client.list(user=None, scope="all", state="running", limit=500).jobs:
         if job.job_id not in acked or not job.job_id.endswith("-long"):
             continue  # a launch still in flight may be retried (replacing the job); a quick job may finish
         for task in client.tasks(job.job_id):

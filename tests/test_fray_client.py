@@ -156,7 +156,7 @@ def test_marin_code_runs_unchanged_through_fray_client(embedded: ControllerProce
     assert all(type(status) is fray_types.JobStatus for status in statuses)
     assert [h.job_id for h in handles] == [f"/{USER}/{name}" for name in names]
     assert handles[0].result() == 1024
-    listed = {job.job_id for job in embedded_client.list(name_filter="marin-").jobs}
+    listed = {job.job_id for job in embedded_client.list(user=USER, name_filter="marin-").jobs}
     assert {h.job_id for h in handles} <= listed
 
 

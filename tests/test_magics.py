@@ -29,7 +29,7 @@ from fray_jupyter.controller.iris_local import unavailable_reason
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.magics import ControllerError, FrayMagics, JobFailed
 from fray_jupyter.planning import Plan, plan
-from fray_jupyter.resources import Entrypoint, ResourceConfig
+from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.views.preview import render_preview_html
 from fray_jupyter.widgets.picker import ResourcePicker
 from fray_jupyter.widgets.status import JobStatusPanel
@@ -113,6 +113,7 @@ def test_dry_run_shows_exactly_the_pickers_preview_and_sends_nothing(ip: Interac
         fray(ip, "--dry-run --resources picker --name dry -o planned", body)
     (output,) = captured.outputs
     html = output.data["text/html"]
+    assert set(output.data) == {"text/html", "text/plain"}  # plain HTML and text, no widget: shown everywhere
     same = plan(picker.job(Entrypoint.from_cell(body)), user=USER)
     fit_line = "fit: after-scale-up — tpu_v5p_8 can scale up a slice for it · tpu_v5p_8 (us-central1, preemptible, 0/2 slices ready)"
     picture = budget(same, client)
@@ -260,6 +261,102 @@ def test_status_logs_and_jobs_commands(ip: InteractiveShell) -> None:
     assert f"/{USER}/for-commands" in table.data["text/plain"] and "succeeded" in table.data["text/html"]
 
 
+def test_jobs_lists_my_top_level_jobs_by_default_and_others_on_request(ip: InteractiveShell,
+                                                                        client: FrayClient) -> None:
+    """As Iris's dashboard opens: the configured user's roots, newest first, with the controller's
+    total; --everyone, --user, --state, --name and --offset are sent to the controller."""
+    job = JobRequest(name="bobs-job", entrypoint=Entrypoint.from_binary("true", []),
+                     resources=ResourceConfig(cpu=1, ram="512m", disk="1g"))
+    client.wait(client.submit(plan(job, user="bob")), timeout=30)
+    with capture_output():
+        fray(ip, "--wait --name mine-listed", "print(1)\n")
+
+    def table(line: str) -> str:
+        with capture_output() as captured:
+            fray(ip, line)
+        (output,) = captured.outputs
+        assert output.data["text/plain"].splitlines()[-1] in output.data["text/html"].replace("&#x27;", "'")
+        return str(output.data["text/plain"])
+
+    mine = table("jobs --limit 500")
+    total = client.list(limit=1).total
+    assert f"/{USER}/mine-listed" in mine and "/bob/" not in mine
+    assert mine.splitlines()[-1] == f"jobs 1-{total} of {total}: {USER}'s top-level jobs"
+    assert "/bob/bobs-job" in table("jobs --everyone --name bobs-job")
+    assert table("jobs --user bob --state SUCCEEDED").splitlines()[-1] == "jobs 1-1 of 1: bob's top-level jobs"
+    assert table("jobs --user bob --state running").splitlines() == ["no jobs: bob's top-level jobs"]
+    second = table("jobs --limit 1 --offset 1").splitlines()
+    assert len(second) == 3 and second[-1].startswith(f"jobs 2-2 of {total}: ")
+
+
+STEP = ("import sys\n"
+        "from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, fray_client\n"
+        "def step(name, code):\n"
+        "    return fray_client().submit(JobRequest(name=name, entrypoint=Entrypoint.from_binary(sys.executable, ['-c', code]),\n"
+        "                                           resources=ResourceConfig.with_cpu(cpu=1, ram='256m', disk='1g')))\n")
+
+
+def test_wait_follows_a_coordinators_tree_writes_its_snapshot_and_names_the_failed_child(
+        ip: InteractiveShell, client: FrayClient) -> None:
+    """``--wait`` on a coordinator: every step's lines by their path, the final snapshot with the
+    tree in the output, and a failure naming the step that failed with its exception line."""
+    cell = STEP + ("good = step('good-step', 'print(\"fine step\")')\n"
+                   "bad = step('bad-step', 'raise ValueError(\"bad <data>\")')\n"
+                   "good.wait()\n"
+                   "bad.wait()\n")
+    with capture_output() as captured:
+        result = ip.run_cell(f"%%fray --wait --name coord-fails -o coord\n{cell}")
+    error = result.error_in_exec
+    assert isinstance(error, JobFailed) and error.job_id == f"/{USER}/coord-fails"
+    rendered = "\n".join(error._render_traceback_())
+    assert "child bad-step FAILED" in rendered and "likely root cause: ValueError: bad <data>" in rendered
+    assert "[good-step/0] fine step" in captured.stdout  # a step's line, named by its path
+    (snapshot,) = [o.data["text/html"] for o in captured.outputs if "fray-snapshot" in o.data.get("text/html", "")]
+    assert 'data-state="failed" data-final="true"' in snapshot and "final state of /tester/coord-fails" in snapshot
+    assert snapshot.count('class="fray-tree-row"') == 2 and "ValueError: bad &lt;data&gt;" in snapshot
+    assert [child.job_id for child in ip.user_ns["coord"].children()] == [
+        f"/{USER}/coord-fails/good-step", f"/{USER}/coord-fails/bad-step"]
+    with capture_output() as captured:
+        fray(ip, "logs coord-fails --children")
+    assert "[good-step/0] fine step" in captured.stdout and "[bad-step/0] ValueError: bad <data>" in captured.stdout
+    with capture_output() as captured:
+        fray(ip, "logs coord-fails")
+    assert "good-step" not in captured.stdout  # its own lines only
+    with capture_output() as captured:
+        fray(ip, "jobs --with-children --name coord-fails")
+    (table,) = captured.outputs
+    assert f"/{USER}/coord-fails ▸" in table.data["text/plain"] and f"/{USER}/coord-fails/bad-step" in table.data["text/plain"]
+
+
+def test_a_coordinators_panel_shows_the_tree_live_and_cancel_kills_it_all(ip: InteractiveShell,
+                                                                          client: FrayClient) -> None:
+    """The panel lists each step as it is submitted; cancelling the coordinator marks every job of
+    the tree KILLED; shown by IPython, the panel writes its snapshot beside itself and rewrites it."""
+    cell = STEP + ("import time\n"
+                   "steps = [step(f'step-{i}', 'import time; time.sleep(300)') for i in range(3)]\n"
+                   "steps[0].wait()\n")
+    with capture_output() as captured:
+        ip.run_cell(f"%%fray --name coord-live --replicas 1\n{cell}")
+        panel = ip.user_ns["_"]
+        assert isinstance(panel, JobStatusPanel)
+        wait_until(lambda: panel.tree is not None and len(panel.tree.jobs()) == 3, timeout=60)
+        wait_until(lambda: panel.tree is not None and all(j.state == job_pb2.JOB_STATE_RUNNING for j in panel.tree.jobs()))
+        assert panel.tree_view.table.value.count('class="fray-tree-row"') == 3
+        panel.cancel_button.click()
+        assert panel.join(timeout=30) and panel.done
+    assert panel.tree is not None and {job.state for job in panel.tree.jobs()} == {job_pb2.JOB_STATE_KILLED}
+    assert panel.tree_view.table.value.count("fray-state-killed") == 3 and panel.state == "killed"
+    widget, snapshot, *updates = captured.outputs
+    assert "application/vnd.jupyter.widget-view+json" in widget.data and list(snapshot.data) == ["text/html"]
+    assert updates and 'data-state="killed" data-final="true"' in updates[-1].data["text/html"]
+    assert updates[-1].data["text/html"].count("fray-state-killed") >= 4  # the root and its three steps
+    display_id = panel.snapshot._handle.display_id
+    with capture_output() as again:
+        panel._ipython_display_()  # shown a second time: the same snapshot, under the same display id
+    assert again.outputs[-1].data["text/html"] == updates[-1].data["text/html"]
+    assert panel.snapshot._handle.display_id == display_id
+
+
 def test_workspace_modules_travel_with_the_cell(ip: InteractiveShell, tmp_path: Path) -> None:
     (tmp_path / "helpers.py").write_text("def answer():\n    return 42\n")
     with capture_output() as captured:
@@ -381,7 +478,11 @@ BAD_LINES: list[tuple[str, str]] = [
     ("", "give a command"),
     ("frobnicate", "invalid choice: 'frobnicate'"),
     ("status", "required: ID"),
-    ("jobs --limit 0", "--limit must be at least 1, got 0"),
+    ("jobs --limit 0", "--limit must be from 1 to 500, got 0"),
+    ("jobs --offset 5001", "--offset must be from 0 to 5000 (narrow with --state or --name"),
+    ("jobs --state bogus", "--state 'bogus' is not a job state; the states are pending, building, running"),
+    ("jobs --user 'a b'", "--user: user 'a b' must be a non-empty name"),
+    ("jobs --user bob --everyone", "argument --everyone: not allowed with argument --user"),
     ("jobs --limit lots", "invalid int value: 'lots'"),
     ("logs some-job --tail -2", "--tail must not be negative, got -2"),
     ("status some-job --controller nope", "'nope'"),

@@ -51,7 +51,7 @@ BAD_CELLS: list[tuple[str, str]] = [
     ("--controller 127.0.0.1:8080", "'127.0.0.1:8080' must start with one of"),
 ]
 BAD_LINES: list[tuple[str, str]] = [
-    ("jobs --limit -5", "--limit must be at least 1, got -5"),
+    ("jobs --limit -5", "--limit must be from 1 to 500, got -5"),
     ("logs some-job --tail many", "invalid int value: 'many'"),
     ("status some-job --controller 'http://[::1'", "'http://[::1' is not a URL"),
     ("cancel some-job --controller grpc://", "'grpc://' names no host"),

@@ -94,3 +94,16 @@ def test_without_a_feed_the_panel_polls_with_back_off_and_still_stops_when_the_j
     polls = [round(timeout, 6) for timeout in waits.timeouts if timeout != FEED_REFRESH]  # type: ignore[arg-type]
     assert len(polls) >= 3 and set(polls) <= {0.01, 0.016, 0.0256, 0.03}  # poll_first x BACKOFF up to poll_max
     assert feed.watch(controller, JOB, threading.Event()) is None  # known to have none: never asked again
+
+
+def test_a_panel_is_woken_by_a_change_anywhere_in_its_tree_and_only_there() -> None:
+    """The controller reports a grandchild's change under the grandchild and its parent, not the
+    root: the root's panel must still wake; a sibling tree's, or a job whose id merely starts the
+    same, must not."""
+    hub = feed.Feed(ScriptedController())
+    root, other, lookalike = threading.Event(), threading.Event(), threading.Event()
+    hub._subscribers.update({root: "/alice/coord", other: "/alice/other", lookalike: "/alice/coord-2"})
+    hub._wake({"/alice/coord/step/sub", "/alice/coord/step"})
+    assert root.is_set() and not other.is_set() and not lookalike.is_set()
+    hub._wake(None)  # a reset wakes everyone
+    assert other.is_set() and lookalike.is_set()

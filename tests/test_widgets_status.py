@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from fray_jupyter.client.client import JobPage
 from fray_jupyter.client.errors import ControllerUnreachable, InvalidRequest
 from fray_jupyter.client.logs import LogPage
+from fray_jupyter.client.status_text import StatusText
 from fray_jupyter.iris.outputs import RESULT_FILE, capture
 from fray_jupyter.iris.proto import job_pb2 as J
+from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.proto.time_pb2 import Timestamp
 from fray_jupyter.views import job as view
@@ -38,6 +41,11 @@ class ScriptedController:
     calls: list[float] = field(default_factory=list)
     terminated: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    root_cause: list[str] = field(default_factory=list)
+    texts: dict[str, StatusText] = field(default_factory=dict)
+    children: list[J.JobStatus] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)
+    log_calls: list[tuple[str, bool]] = field(default_factory=list)
 
     def add_log(self, task: int, text: str, attempt: int = 0) -> None:
         with self.lock:
@@ -51,12 +59,29 @@ class ScriptedController:
         done = sum(s in (J.TASK_STATE_SUCCEEDED, J.TASK_STATE_KILLED) for s in self.task_states)
         status = J.JobStatus(job_id=job_id, name=f"train {XSS}", state=self.state, error=self.error,  # type: ignore[arg-type]
                              task_count=len(self.task_states), completed_count=done,
+                             has_children=any(c.job_id.startswith(job_id + "/") for c in self.children),
                              submitted_at=Timestamp(epoch_ms=1_000), pending_reason="no slot <free>",
                              status_message="emulating v5p-8")
         if view.is_terminal(status):
             status.finished_at.epoch_ms = 6_200
             status.exit_code = 0 if self.state == J.JOB_STATE_SUCCEEDED else 1
         return status
+
+    def job(self, job_id: str) -> Controller.GetJobStatusResponse:
+        return Controller.GetJobStatusResponse(job=self.status(job_id), request=Controller.LaunchJobRequest(
+            max_task_failures=1, max_retries_failure=0, max_retries_preemption=100))
+
+    def task(self, task_id: str) -> Controller.GetTaskStatusResponse:
+        return Controller.GetTaskStatusResponse(root_cause_highlights=self.root_cause)
+
+    def status_texts(self, task_ids: object, *, since_ms: int = 0) -> dict[str, StatusText]:
+        return dict(self.texts)
+
+    def list(self, *, scope: str = "roots", parent: str = "", limit: int = 50, **_: object) -> JobPage:
+        assert scope == "children", scope
+        self.listed.append(parent)
+        below = [job for job in self.children if job.job_id.rsplit("/", 1)[0] == parent]
+        return JobPage(tuple(below[:limit]), len(below), len(below) > limit)
 
     def tasks(self, job_id: str) -> tuple[J.TaskStatus, ...]:
         tasks = []
@@ -70,7 +95,8 @@ class ScriptedController:
             tasks.append(task)
         return tuple(tasks)
 
-    def logs(self, job_id: str, *, cursor: int = 0, **_: object) -> LogPage:
+    def logs(self, job_id: str, *, cursor: int = 0, include_children: bool = False, **_: object) -> LogPage:
+        self.log_calls.append((job_id, include_children))
         with self.lock:
             rows = tuple(row for row in self.rows if row.seq > cursor)
         return LogPage(rows, max([cursor, *(row.seq for row in rows)]))
@@ -252,16 +278,6 @@ def test_durations(seconds: float, text: str) -> None:
     assert view.duration(seconds) == text
 
 
-def test_jobs_table_text_and_html() -> None:
-    jobs = [ScriptedController(state=s).status(f"/alice/j{i}") for i, s in
-            enumerate((J.JOB_STATE_RUNNING, J.JOB_STATE_FAILED))]
-    text = view.jobs_text(jobs, now=3_000)
-    assert text.splitlines()[0].split() == list(view.JOB_COLUMNS)
-    assert "/alice/j1  failed" in text and "running 2.0 s" not in text  # never started: queued
-    html = view.jobs_html(jobs, now=3_000)
-    assert html.count("fray-state-failed") == 1 and view.jobs_text([]) == "no jobs"
-
-
 # -- pollers end (issue 11, item 7) -----------------------------------------------------------------
 def _pollers() -> int:
     return sum(thread.name.startswith("fray-status") for thread in threading.enumerate())
@@ -312,3 +328,75 @@ def test_pollers_stop_when_the_job_is_replaced_gone_closed_or_the_controller_is_
     assert "a newer panel follows this job" in first.message.value
     second.close()
     _wait_for_pollers(before)
+
+
+# -- the tree, why it failed, the snapshot (issue 19 item 4, issue 20 items 2-3, issue 21 item 5) ---------
+def _child(job_id: str, state: int, **fields: object) -> J.JobStatus:
+    status = J.JobStatus(job_id=job_id, state=state, task_count=1, **fields)  # type: ignore[arg-type]
+    status.submitted_at.epoch_ms = 2_000
+    return status
+
+
+def test_a_coordinators_panel_shows_its_tree_and_its_logs_follow_the_tree_or_one_child() -> None:
+    step, sub = f"{JOB}/step", f"{JOB}/step/sub"
+    controller = ScriptedController(task_states=[J.TASK_STATE_RUNNING], children=[
+        _child(step, J.JOB_STATE_RUNNING, has_children=True, task_state_counts={"running": 1}),
+        _child(f"{JOB}/eval", J.JOB_STATE_PENDING, pending_reason="Scheduler: waiting"),
+        _child(sub, J.JOB_STATE_RUNNING)])
+    panel = panel_for(controller)
+    panel.refresh()
+    tree = panel.tree_view
+    assert tree.layout.display is None and controller.listed == [JOB, step]  # one page per parent shown
+    assert tree.table.value.split('data-job-id="')[1].startswith(step)
+    assert [label for label, _ in tree.choice.options] == ["the whole tree", "this job only", "step", "\u2003step/sub",
+                                                            "eval"]
+    assert controller.log_calls[-1] == (JOB, True)  # the whole tree by default
+    tree.choice.value = (sub, True)
+    assert controller.log_calls[-1] == (sub, True) and panel.logs.job_id == sub
+    controller.state, controller.task_states = J.JOB_STATE_SUCCEEDED, [J.TASK_STATE_SUCCEEDED]
+    panel.refresh()
+    assert not panel.done  # the steps still run: the panel keeps following them
+    for child in controller.children:
+        child.state = J.JOB_STATE_KILLED
+    panel.refresh()
+    assert panel.done and tree.table.value.count("fray-state-killed") == 3
+    assert "\n    sub  KILLED" in panel._repr_mimebundle_()["text/plain"]  # type: ignore[index]
+    assert panel.tree_view.choice.value == (sub, True)  # redrawn, the choice kept
+
+
+def test_a_failed_panel_shows_the_root_cause_the_retries_the_status_text_and_the_failed_child() -> None:
+    controller = ScriptedController(
+        state=J.JOB_STATE_FAILED, task_states=[J.TASK_STATE_FAILED],
+        root_cause=["Traceback (most recent call last):", '  File "train.py", line 3', f"ValueError: bad {XSS}"],
+        texts={f"{JOB}/0": StatusText("step 10/100, [W&B](https://wandb.ai/run/1)", "step 10", 0)},
+        children=[_child(f"{JOB}/step", J.JOB_STATE_FAILED, error="Exit code 1")])
+
+    class Retried(ScriptedController):
+        def tasks(self, job_id: str) -> tuple[J.TaskStatus, ...]:
+            tasks = super().tasks(job_id)
+            for attempt in (0, 1):
+                tasks[0].attempts.add(attempt_id=attempt, state=J.TASK_STATE_FAILED, error=f"attempt {attempt}")
+            return tasks
+
+    controller.__class__ = Retried
+    panel = panel_for(controller)
+    panel.refresh()
+    shown = panel.diagnostics.value
+    assert f'<b class="fray-root-line">ValueError: bad {XSS.replace("<", "&lt;").replace(">", "&gt;")}</b>' in shown
+    assert "likely root cause of task 0" in shown and XSS not in shown
+    assert "task 0: 2 failures (max_retries_failure 0)" in shown and shown.count('class="fray-attempt"') == 2
+    assert '<a href="https://wandb.ai/run/1" target="_blank"' in shown
+    assert "failed below this job" in panel.failure.value and "child step FAILED: Exit code 1" in panel.failure.value
+
+
+def test_the_snapshot_holds_the_last_state_tree_tasks_and_log_tail_inertly() -> None:
+    controller = ScriptedController(state=J.JOB_STATE_SUCCEEDED, task_states=[J.TASK_STATE_SUCCEEDED],
+                                    children=[_child(f"{JOB}/step", J.JOB_STATE_SUCCEEDED)])
+    controller.add_log(0, f"done {XSS}")
+    panel = panel_for(controller)
+    panel.refresh()
+    html = panel.snapshot_html()
+    assert 'class="fray-snapshot"' in html and 'data-state="succeeded"' in html and 'data-final="true"' in html
+    assert f"final state of {JOB} at " in html and 'data-job-id="/alice/train/step"' in html
+    assert 'class="fray-task"' in html and "done &lt;img" in html and XSS not in html
+    assert ".jp-OutputArea:has(.fray-status-panel) .jp-OutputArea-child:has(.fray-snapshot){display:none}" in html

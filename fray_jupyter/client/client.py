@@ -56,6 +56,7 @@ from fray_jupyter.iris.states import (
     parent_job_id,
     task_job,
 )
+from fray_jupyter.iris.user import resolve_user
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
@@ -143,14 +144,16 @@ class Changes(NamedTuple):
 class FrayClient:
     """Client of one controller at ``url`` (``http(s)://`` Connect or ``grpc://``) with an optional
     bearer ``token``, or of a named Marin ``cluster`` (its resolved URL as ``url``; see
-    ``client.clusters.connect_cluster``). ``timeout`` bounds each RPC; ``retry_for`` bounds the
-    retries of one verb. Thread-safe; use as a context manager or call ``close()``."""
+    ``client.clusters.connect_cluster``). ``user`` is whose jobs ``list`` shows by default (None:
+    Iris's own choice, see ``user``). ``timeout`` bounds each RPC; ``retry_for`` bounds the retries
+    of one verb. Thread-safe; use as a context manager or call ``close()``."""
 
     def __init__(self, url: str, token: str | None = None, *, cluster: ClusterLink | None = None,
-                 timeout: float = 30.0, retry_for: float = 10.0) -> None:
+                 user: str | None = None, timeout: float = 30.0, retry_for: float = 10.0) -> None:
         self.timeout = timeout
         self.retry_for = retry_for
         self.cluster = cluster
+        self._user = user
         self._reconnecting = threading.Lock()
         self._transport: Transport = open_transport(url, token, headers=cluster.headers if cluster else None)
         self._log_service = False  # True once GetTaskLogs was unimplemented: ask the log service
@@ -159,6 +162,13 @@ class FrayClient:
     def url(self) -> str:
         """The controller's URL."""
         return self._transport.url
+
+    @property
+    def user(self) -> str:
+        """The user whose jobs ``list`` shows by default: the one given, else as Iris names a
+        submission's user (``$IRIS_USER``, else the login); ``ValueError`` for a name that cannot
+        be one component of a job id."""
+        return resolve_user(self._user)
 
     @property
     def cluster_name(self) -> str | None:
@@ -331,16 +341,22 @@ class FrayClient:
             _sleep_until(next(delays), deadline, f"job {job_id} not finished after {timeout} s")
         return self.status(job_id)
 
-    def list(self, *, name_filter: str = "", state: str = "", sort: str = "date", descending: bool = True,
-             offset: int = 0, limit: int = 50, scope: str = "all", parent: str = "", prefix: str = "") -> JobPage:
-        """Jobs in ``scope`` (one of ``SCOPES``: ``"children"`` needs ``parent``, the job whose
-        direct children to list) whose id starts with ``prefix`` (Iris's ``job_id_prefix``: one
-        user's jobs are ``prefix="/<user>/"``), whose name contains ``name_filter``
-        (case-insensitive) and whose state is ``state`` (e.g. ``"running"``), sorted by ``sort`` (one of ``SORT_FIELDS``),
-        ``limit`` from ``offset``. The controller answers the scope, ``has_children``, ``total`` and
-        ``has_more``; a row's ``parent_job_id`` is the controller's, and where it leaves it empty (an
-        Iris listing does) the ``parent`` asked for, or in scope "all" the id's own parent
-        (``iris.states.parent_job_id``; a root's is empty)."""
+    def list(self, *, user: str | None = "", scope: str = "roots", parent: str = "", prefix: str = "",
+             name_filter: str = "", state: str = "", sort: str = "date", descending: bool = True,
+             offset: int = 0, limit: int = 50) -> JobPage:
+        """One page of jobs, as Iris's dashboard opens: by default the client's ``user``'s top-level
+        jobs, newest first (Iris's ``job_id_prefix="/<user>/"`` and scope ROOTS).
+
+        ``user``: ``""`` the client's own, a name for that user's, None for every user's (scopes
+        "roots" and "all"; a parent's children are listed whoever's they are). ``scope`` is one of
+        ``SCOPES``: ``"children"`` needs ``parent``, the job whose direct children to list.
+        ``prefix`` (Iris's ``job_id_prefix``, e.g. ``"/alice/exp-"``) replaces the user's prefix, so it
+        cannot be given with a user's name. The name contains ``name_filter`` (case-insensitive), the
+        state is ``state`` (e.g. ``"running"``); sorted by ``sort`` (one of ``SORT_FIELDS``), ``limit``
+        from ``offset``. Every filter runs on the controller, which answers ``has_children``,
+        ``total`` (matches before paging) and ``has_more``. A row's ``parent_job_id`` is the
+        controller's, and where it leaves it empty (an Iris listing does) the ``parent`` asked for,
+        or in scope "all" the id's own parent (``iris.states.parent_job_id``; a root's is empty)."""
         if sort not in SORT_FIELDS:
             raise ValueError(f"sort {sort!r} must be one of {', '.join(SORT_FIELDS)}")
         if scope not in SCOPES:
@@ -348,11 +364,17 @@ class FrayClient:
         if (scope == "children") != bool(parent):
             raise ValueError("scope 'children' needs parent=<job id>" if parent == "" else
                              f"parent={parent!r} is only for scope 'children' (got scope {scope!r})")
+        if prefix and user:
+            raise ValueError(f"prefix={prefix!r} names its own jobs; give it without user={user!r}")
+        if scope == "children" and user:
+            raise ValueError(f"user={user!r} is for scopes 'roots' and 'all'; a parent's children are its own")
+        mine = user is not None and scope != "children"
         direction = Controller.SORT_DIRECTION_DESC if descending else Controller.SORT_DIRECTION_ASC
         query = Controller.JobQuery(
             name_filter=name_filter, state_filter=state.lower().removeprefix("job_state_"),
             sort_field=SORT_FIELDS[sort], sort_direction=direction, offset=offset, limit=limit,
-            scope=SCOPES[scope], parent_job_id=parent, job_id_prefix=prefix)
+            scope=SCOPES[scope], parent_job_id=parent,
+            job_id_prefix=prefix or (f"/{resolve_user(user) if user else self.user}/" if mine else ""))
         response = self._call("ListJobs", Controller.ListJobsRequest(query=query), Controller.ListJobsResponse,
                               job_id=parent or None)
         for job in response.jobs:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import sys
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -22,14 +20,12 @@ from fray_jupyter.client.discovery import TOKEN_ENV, resolve
 from fray_jupyter.client.errors import JobNotFound
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.magics import settings
-from fray_jupyter.magics.errors import JobFailed, controller_errors
+from fray_jupyter.magics.errors import controller_errors
 from fray_jupyter.magics.fitting import check_before_submit
 from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER, usage
 
 if TYPE_CHECKING:
     from fray_jupyter.client.client import FrayClient
-    from fray_jupyter.client.handle import JobHandle
-    from fray_jupyter.iris.proto import job_pb2
     from fray_jupyter.magics.submission import CellPlan
     from fray_jupyter.widgets.status import JobStatusPanel
 
@@ -167,6 +163,8 @@ class FrayMagics(Magics):
                          "pass --name to run another copy")
         for note in notes:
             print(f"note: {note}")
+        from fray_jupyter.magics.waiting import panel, wait
+
         if args.wait:
             wait(handle)
             return None
@@ -225,17 +223,35 @@ class FrayMagics(Magics):
     fray_line.__doc__ = LINE_PARSER.format_help()
 
     def _jobs(self, args: Any) -> None:
-        from fray_jupyter.views import job as view
+        """``%fray jobs``: one page of jobs, listed by the controller (every filter runs there): by
+        default yours (the configured user's) and top-level only, newest first."""
+        from fray_jupyter.iris.states import JOB_STATES, MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET
+        from fray_jupyter.views.jobs import Listing, jobs_html, jobs_text
 
-        if args.limit < 1:
-            raise usage(f"--limit must be at least 1, got {args.limit}", f"{LINE} jobs")
+        label = f"{LINE} jobs"
+        if not 1 <= args.limit <= MAX_LIST_JOBS_LIMIT:
+            raise usage(f"--limit must be from 1 to {MAX_LIST_JOBS_LIMIT}, got {args.limit}", label)
+        if not 0 <= args.offset <= MAX_LIST_JOBS_OFFSET:
+            raise usage(f"--offset must be from 0 to {MAX_LIST_JOBS_OFFSET} (narrow with --state or --name to "
+                        f"reach older jobs), got {args.offset}", label)
+        state = args.state.lower().removeprefix("job_state_")
+        if state and state not in JOB_STATES:
+            raise usage(f"--state {args.state!r} is not a job state; the states are {', '.join(JOB_STATES)}", label)
+        try:
+            user = None if args.everyone else resolve_user(args.user or self.user or None)
+        except ValueError as error:
+            raise usage(f"--user: {error}" if args.user else str(error), label) from None
         client = self.client(args.controller, args.cluster)
         with controller_errors("listing jobs"):
-            page = client.list(name_filter=args.name, state=args.state, limit=args.limit)
-        display({"text/html": view.jobs_html(page.jobs), "text/plain": view.jobs_text(page.jobs)},  # type: ignore[no-untyped-call]
-                raw=True)
+            page = client.list(user=user, scope="all" if args.with_children else "roots", name_filter=args.name,
+                               state=state, offset=args.offset, limit=args.limit)
+        listing = Listing(user, args.with_children, args.offset, page.total, page.has_more)
+        display({"text/html": jobs_html(page.jobs, listing),  # type: ignore[no-untyped-call]
+                 "text/plain": jobs_text(page.jobs, listing)}, raw=True)
 
     def _status(self, args: Any) -> JobStatusPanel:
+        from fray_jupyter.magics.waiting import panel
+
         job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)
         with controller_errors(f"looking up {job_id}"):
             client.status(job_id)  # fail the cell now for an unknown id, not inside the panel
@@ -249,12 +265,12 @@ class FrayMagics(Magics):
         job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)
         with controller_errors(f"reading the logs of {job_id}"):
             client.status(job_id)
-            page = client.logs(job_id, tail=args.tail > 0, max_lines=args.tail)
+            page = client.logs(job_id, tail=args.tail > 0, max_lines=args.tail, include_children=args.children)
             for entry in page.entries:
-                print(log_line(entry))
+                print(log_line(entry, job_id))
             if args.follow:
-                for entry in client.follow(job_id, cursor=page.cursor):
-                    print(log_line(entry), flush=True)
+                for entry in client.follow(job_id, cursor=page.cursor, include_children=args.children):
+                    print(log_line(entry, job_id), flush=True)
 
     def _cancel(self, args: Any) -> None:
         from fray_jupyter.iris.states import is_job_finished, job_state_name
@@ -279,38 +295,6 @@ class FrayMagics(Magics):
             except ValueError as error:
                 raise usage(str(error), f"{LINE} config") from None
         print(settings.render(self, key))
-
-
-def panel(client: FrayClient, job_id: str) -> JobStatusPanel:
-    """The live panel a submission or ``%fray status`` returns (shown as the cell's output)."""
-    from fray_jupyter.widgets.status import JobStatusPanel
-
-    return JobStatusPanel(client, job_id)
-
-
-def wait(handle: JobHandle) -> job_pb2.JobStatus:
-    """``--wait``: print the job's log lines as they come, then a one-line result; a job that does
-    not succeed raises ``JobFailed`` with its summary (state, error, failed tasks, last lines)."""
-    from fray_jupyter.iris.proto import job_pb2
-    from fray_jupyter.iris.states import job_state_name
-    from fray_jupyter.views import job as view
-
-    tail: deque[str] = deque(maxlen=view.SUMMARY_LOG_LINES)
-    job_id = handle.job_id
-    try:
-        with controller_errors(f"waiting for {job_id}"):
-            for line in handle.follow():
-                tail.append(line)
-                print(line, flush=True)
-            status, tasks = handle.status(), handle.tasks()
-    except KeyboardInterrupt:
-        print(f"stopped waiting; {job_id} keeps running (`%fray cancel {job_id}` stops it)", file=sys.stderr)
-        raise
-    state = job_state_name(status.state).upper()
-    if status.state != job_pb2.JOB_STATE_SUCCEEDED:
-        raise JobFailed(job_id, state, view.failure_summary(status, tasks, list(tail)))
-    print(f"job {job_id} {state} ({view.elapsed(status)}, {status.completed_count}/{status.task_count} tasks)")
-    return status
 
 
 def load_ipython_extension(ipython: Any) -> None:

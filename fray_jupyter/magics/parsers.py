@@ -45,7 +45,7 @@ Examples:
   %%fray --resources picker --workspace . --dry-run
   %%fray --cluster marin --tpu v5p-8 --wait
 
-Other commands: %fray jobs | status ID | logs ID [--follow] | cancel ID | config [KEY [VALUE]]
+Other commands: %fray jobs | status ID | logs ID [--follow] [--children] | cancel ID | config [KEY [VALUE]]
 """
 
 LINE_DESCRIPTION: Final[str] = """\
@@ -117,16 +117,26 @@ def line_parser() -> FrayParser:
     add_connection_arguments(common)
     parser = FrayParser(prog="fray", description=LINE_DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=FrayParser)
-    jobs = commands.add_parser("jobs", parents=[common], help="table of recent jobs")
-    jobs.add_argument("--state", default="", help="only jobs in this state (pending, running, succeeded, …)")
+    jobs = commands.add_parser("jobs", parents=[common],
+                               help="table of your recent top-level jobs (as Iris's dashboard opens)")
+    whose = jobs.add_mutually_exclusive_group()
+    whose.add_argument("--everyone", action="store_true", help="every user's jobs, not only yours")
+    whose.add_argument("--user", metavar="NAME", help="this user's jobs instead of yours")
+    jobs.add_argument("--with-children", action="store_true",
+                      help="child jobs too (coordinators' steps), not only top-level jobs")
+    jobs.add_argument("--state", default="", metavar="STATE",
+                      help="only jobs in this state (pending, running, succeeded, failed, killed, …)")
     jobs.add_argument("--name", default="", metavar="TEXT", help="only jobs whose name contains TEXT")
     jobs.add_argument("--limit", type=int, default=20, metavar="N", help="at most N jobs (default 20)")
+    jobs.add_argument("--offset", type=int, default=0, metavar="N", help="skip the N newest (the next page)")
     status = commands.add_parser("status", parents=[common], help="live status panel of a job")
     status.add_argument("job", metavar="ID")
     logs = commands.add_parser("logs", parents=[common], help="print a job's logs")
     logs.add_argument("job", metavar="ID")
     logs.add_argument("--follow", action="store_true", help="keep printing new lines until the job ends")
     logs.add_argument("--tail", type=int, default=0, metavar="N", help="only the last N lines")
+    logs.add_argument("--children", action="store_true",
+                      help="the lines of every job below it too, each named by its path ([step/0])")
     cancel = commands.add_parser("cancel", parents=[common], help="terminate a job")
     cancel.add_argument("job", metavar="ID")
     config = commands.add_parser("config", help="show the settings, or set one for this session")

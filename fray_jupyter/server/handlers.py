@@ -230,10 +230,10 @@ class JobsHandler(FrayHandler):
         offset = self.int_arg("offset", 0, most=MAX_LIST_JOBS_OFFSET)  # a controller refuses deeper pages
         limit = self.int_arg("limit", 50, most=MAX_LIST_JOBS_LIMIT) or 50
         name = self.get_query_argument("name", "")
-        prefix = f"/{self.user_arg()}/" if self.get_query_argument("user", "") else ""
+        user = self.user_arg() if self.get_query_argument("user", "") else None  # None: everyone's
         page = await self.call(lambda client: client.list(
-            name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit,
-            scope=scope, parent=parent, prefix=prefix))
+            user=user, name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit,
+            scope=scope, parent=parent))
         self.reply(contract.JobPage(jobs=[serialize.job_json(job) for job in page.jobs], total=page.total,
                                     has_more=page.has_more))
 

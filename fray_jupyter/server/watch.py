@@ -46,7 +46,7 @@ def event(kind: str, source: str = "", job_ids: list[str] | None = None, message
 def list_fingerprint(client: FrayClient) -> tuple[tuple[Any, ...], ...]:
     """What the sidebar shows of the newest ``POLL_JOBS`` jobs, to tell whether any changed: each
     row starts with the job's id and its parent's ("" for a root job)."""
-    page = client.list(limit=POLL_JOBS)
+    page = client.list(user=None, scope="all", limit=POLL_JOBS)  # every user's, children too
     return tuple((job.job_id, job.parent_job_id, job.state, job.has_children, job.completed_count, job.failure_count,
                   job.preemption_count, tuple(sorted(job.task_state_counts.items()))) for job in page.jobs)
 

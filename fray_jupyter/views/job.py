@@ -1,6 +1,6 @@
 """Pure renderings of a running or finished job: its state badge, task grid, log tail, failure
-summary and the jobs table, as HTML (the status panel, ``%fray jobs``) and as text (terminals,
-``--wait``, the error a failed job raises).
+summary, as HTML (the status panel) and as text (terminals, ``--wait``, the error a failed job
+raises); the jobs table ``%fray jobs`` shows is ``views.jobs``.
 
 Rules: every piece of text that comes from the job or the controller (names, ids, errors,
 reasons, worker ids, log lines) is HTML-escaped; state names and task labels are Iris's
@@ -11,7 +11,7 @@ controller's, in epoch milliseconds.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Final
 
@@ -49,6 +49,7 @@ OTHER_COLOR: Final[str] = "var(--jp-ui-font-color2,#616161)"
 SUMMARY_LOG_LINES: Final[int] = 12
 MAX_CELL_CHARS: Final[int] = 160
 MAX_REASON_CHARS: Final[int] = 4000
+MAX_ATTEMPT_TASKS: Final[int] = 8
 
 STYLE: Final[str] = """<style>
 /* fray-jupyter job status: put on a page once (each new sheet restyles the page) */
@@ -74,6 +75,18 @@ STYLE: Final[str] = """<style>
 .fray-reason-part{white-space:pre-wrap;margin-left:1em}
 .fray-status-body{white-space:pre-wrap;margin-left:1em}
 .fray-attempts td,.fray-attempts th{padding:0 10px 0 0}
+.fray-bar{display:inline-flex;width:80px;height:8px;border-radius:4px;overflow:hidden;vertical-align:middle;
+ background:var(--jp-layout-color3,#ddd)}
+.fray-bar>span{display:block;height:100%}
+.fray-tree td{white-space:nowrap}.fray-tree td:last-child{white-space:normal}
+.fray-snapshot{border:1px dashed var(--jp-border-color1,#bbb);border-radius:4px;padding:4px 8px}
+.jp-RenderedHTMLCommon .fray-status table,.jp-RenderedHTMLCommon table.fray-status{margin:0;border:none;
+ font-size:inherit;color:inherit}
+.jp-RenderedHTMLCommon .fray-status td,.jp-RenderedHTMLCommon .fray-status th{text-align:left;border:none;
+ padding:1px 12px 1px 0;max-width:none;line-height:inherit}
+.jp-RenderedHTMLCommon .fray-status tbody tr:nth-child(odd),.jp-RenderedHTMLCommon .fray-status tbody tr:nth-child(even),
+.jp-RenderedHTMLCommon .fray-status tbody tr:hover
+ {background:transparent}
 """ + palette_css() + "\n</style>"
 
 
@@ -115,7 +128,8 @@ def elapsed(status: J.JobStatus, now: int | None = None) -> str:
     return f"running {duration(max(0, now - started) / 1000)}"
 
 
-def _cut(text: str, limit: int = MAX_CELL_CHARS) -> str:
+def cut(text: str, limit: int = MAX_CELL_CHARS) -> str:
+    """``text`` on one line (whitespace runs collapsed), at most ``limit`` characters (``…`` marks a cut)."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -130,7 +144,7 @@ def badge_html(name: str) -> str:
 def header_html(status: J.JobStatus, now: int | None = None) -> str:
     """Job id and name, state badge, elapsed time, and the controller's status message."""
     name = f' <span class="fray-dim">{escape(status.name)}</span>' if status.name and status.name != status.job_id else ""
-    message = (f'<div class="fray-dim fray-status-message">{escape(_cut(status.status_message, 300))}</div>'
+    message = (f'<div class="fray-dim fray-status-message">{escape(cut(status.status_message, 300))}</div>'
                if status.status_message else "")
     return (f'<div class="fray-status"><code class="fray-job-id">{escape(status.job_id)}</code>{name} '
             f"{badge_html(job_state_name(status.state))} "
@@ -184,7 +198,7 @@ def attempts_html(task: J.TaskStatus, limits: RetryLimits) -> str:
         rows.append(
             f'<tr class="fray-attempt"><td>{attempt.attempt_id}</td><td>{badge_html(task_state_name(attempt.state))}</td>'
             f"<td>{attempt.exit_code if ended_state else ''}</td><td>{escape(ran)}</td>"
-            f'<td class="fray-dim">{escape(_cut(attempt.error, 300))}</td></tr>')
+            f'<td class="fray-dim">{escape(cut(attempt.error, 300))}</td></tr>')
     table = ('<table class="fray-attempts"><tr><th>attempt</th><th>state</th><th>exit</th><th>ran</th><th></th></tr>'
              f'{"".join(rows)}</table>') if rows else '<div class="fray-dim">no attempt yet</div>'
     return (f'<div class="fray-status"><div class="fray-retries">task {escape(task_label(task.task_id))}: '
@@ -208,6 +222,21 @@ def status_text_html(task_id: str, detail_md: str) -> str:
             f'{escape(task_label(task_id))}</span><div class="fray-status-body">{linked_html(detail_md)}</div></div>')
 
 
+def diagnosis_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus], limits: RetryLimits,
+                   root_causes: Mapping[str, Sequence[str]], status_texts: Mapping[str, str]) -> str:
+    """What explains a job beyond its states, in this order: its failed attempts and preemptions
+    against its limits (once there are any), each failed task's likely root cause, the attempts of
+    each task that was retried (the first ``MAX_ATTEMPT_TASKS``), and each task's status text."""
+    parts = []
+    if status.failure_count or status.preemption_count:
+        parts.append(f'<div class="fray-status fray-retries">{escape(job_retries_text(status, limits))}</div>')
+    parts += [root_cause_html(task_id, lines) for task_id, lines in root_causes.items()]
+    retried = [task for task in tasks if len(task.attempts) > 1][:MAX_ATTEMPT_TASKS]
+    parts += [attempts_html(task, limits) for task in retried]
+    parts += [status_text_html(task.task_id, status_texts.get(task.task_id, "")) for task in tasks]
+    return "".join(parts)
+
+
 def tasks_html(tasks: Sequence[J.TaskStatus]) -> str:
     """One row per task: index, state, attempt, exit code (once finished), worker, error or reason."""
     if not tasks:
@@ -220,7 +249,7 @@ def tasks_html(tasks: Sequence[J.TaskStatus]) -> str:
         rows.append(
             f'<tr class="fray-task"><td>{escape(task_label(task.task_id))}</td><td>{badge_html(name)}</td>'
             f"<td>{task.current_attempt_id}</td><td>{task.exit_code if finished else ''}</td>"
-            f"<td>{escape(task.worker_id)}</td><td class=\"fray-dim\">{escape(_cut(note))}</td></tr>")
+            f"<td>{escape(task.worker_id)}</td><td class=\"fray-dim\">{escape(cut(note))}</td></tr>")
     return ('<table class="fray-status fray-tasks"><tr><th>task</th><th>state</th><th>attempt</th>'
             f'<th>exit</th><th>worker</th><th></th></tr>{"".join(rows)}</table>')
 
@@ -256,18 +285,20 @@ def failure_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: Sequ
 
 # -- text ------------------------------------------------------------------------------------------
 def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: Sequence[str],
-                    now: int | None = None) -> list[str]:
+                    now: int | None = None, below: Sequence[str] = ()) -> list[str]:
     """Lines saying how a job ended: the state, exit code and error; each task that did not
-    succeed; the last ``SUMMARY_LOG_LINES`` log lines."""
+    succeed; the lines ``below`` (which jobs below it failed and why: ``views.tree.failed_lines``);
+    the last ``SUMMARY_LOG_LINES`` log lines."""
     state = job_state_name(status.state).upper()
     exit_code = f", exit code {status.exit_code}" if status.exit_code else ""
-    error = f": {_cut(status.error, 300)}" if status.error else ""
+    error = f": {cut(status.error, 300)}" if status.error else ""
     summary = [f"job {status.job_id} {state} ({elapsed(status, now)}{exit_code}){error}"]
     for task in tasks:
         if task.state != J.TASK_STATE_SUCCEEDED:
             code = f", exit code {task.exit_code}" if task.HasField("finished_at") and task.exit_code else ""
-            why = f": {_cut(task.error)}" if task.error else ""
+            why = f": {cut(task.error)}" if task.error else ""
             summary.append(f"task {task_label(task.task_id)}: {task_state_name(task.state).upper()}{code}{why}")
+    summary += below
     tail = list(lines)[-SUMMARY_LOG_LINES:]
     if tail:
         summary.append(f"last {len(tail)} log line{'s' if len(tail) != 1 else ''}:")
@@ -282,44 +313,9 @@ def status_text(status: J.JobStatus, tasks: Sequence[J.TaskStatus], now: int | N
     lines = [head]
     reason = status.pending_reason if status.state == J.JOB_STATE_PENDING else status.error
     if reason:
-        lines.append(f"  {_cut(reason, 300)}")
+        lines.append(f"  {cut(reason, 300)}")
     for task in tasks:
         code = f" exit {task.exit_code}" if task.HasField("finished_at") and task.finished_at.epoch_ms else ""
         lines.append(f"  task {task_label(task.task_id)}: {task_state_name(task.state)} "
                      f"attempt {task.current_attempt_id}{code}")
     return "\n".join(lines)
-
-
-# -- the jobs table ------------------------------------------------------------------------------
-JOB_COLUMNS: Final[tuple[str, ...]] = ("job", "state", "tasks", "submitted", "elapsed", "user")
-
-
-def _job_row(status: J.JobStatus, now: int) -> tuple[str, ...]:
-    submitted = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.submitted_at.epoch_ms / 1000))
-                 if status.submitted_at.epoch_ms else "")
-    return (status.job_id, job_state_name(status.state), f"{status.completed_count}/{status.task_count}",
-            submitted, elapsed(status, now), status.submitting_user)
-
-
-def jobs_text(jobs: Sequence[J.JobStatus], now: int | None = None) -> str:
-    """The jobs as an aligned text table (newest first, as given)."""
-    now = now_ms() if now is None else now
-    if not jobs:
-        return "no jobs"
-    rows = [JOB_COLUMNS, *(_job_row(job, now) for job in jobs)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(JOB_COLUMNS))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
-
-
-def jobs_html(jobs: Sequence[J.JobStatus], now: int | None = None) -> str:
-    """The jobs as an HTML table with state badges."""
-    now = now_ms() if now is None else now
-    if not jobs:
-        return f'{STYLE}<div class="fray-status fray-dim">no jobs</div>'
-    head = "".join(f"<th>{name}</th>" for name in JOB_COLUMNS)
-    body = []
-    for job in jobs:
-        cells = list(map(escape, _job_row(job, now)))
-        cells[0], cells[1] = f"<code>{cells[0]}</code>", badge_html(job_state_name(job.state))
-        body.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
-    return f'{STYLE}<table class="fray-status fray-jobs"><tr>{head}</tr>{"".join(body)}</table>'

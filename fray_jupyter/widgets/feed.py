@@ -7,7 +7,9 @@ Rules:
   None) says whether the feed serves it. None when the client has no ``changes`` verb, or its
   controller answered that it has no feed (a real Iris, a gRPC URL): the panel polls as before.
 * The listener thread long-polls ``client.changes`` (``FEED_WAIT`` s per request while nothing
-  happens) and sets the wake of every subscriber whose job changed; all of them on a reset (the
+  happens) and sets the wake of every subscriber whose job or a job below it changed (a panel
+  shows its job's whole tree; the controller reports a child's change under the child's id and
+  its parent's); all of them on a reset (the
   controller restarted), once right after it took its starting revision (a change just before it
   could otherwise be missed), and when it stops.
 * It stops when a long poll fails (the panels then poll, counting failures, and subscribe again
@@ -45,7 +47,7 @@ class Feed:
         return self._thread is not None and self._thread.is_alive()
 
     def subscribe(self, job_id: str, wake: threading.Event) -> None:
-        """Set ``wake`` whenever ``job_id`` changes (starts the listener if none runs), and once
+        """Set ``wake`` whenever ``job_id`` or a job below it changes (starts the listener if none runs), and once
         now: a change between the subscriber's last look and this call is not missed."""
         wake.set()
         with self._lock:
@@ -60,9 +62,11 @@ class Feed:
             self._subscribers.pop(wake, None)
 
     def _wake(self, job_ids: set[str] | None) -> None:
-        """Set the wakes of ``job_ids``' subscribers (None: of all)."""
+        """Set the wakes of the subscribers of ``job_ids`` or of a job above one of them (None: of all)."""
         with self._lock:
-            wakes = [wake for wake, job_id in self._subscribers.items() if job_ids is None or job_id in job_ids]
+            wakes = [wake for wake, job_id in self._subscribers.items()
+                     if job_ids is None or any(changed == job_id or changed.startswith(job_id + "/")
+                                               for changed in job_ids)]
         for wake in wakes:
             wake.set()
 

@@ -7,6 +7,9 @@ Rules:
   ``TAIL_ROWS`` rows (``tail``), later ones follow the cursor; both carry the filter.
 * The filter runs on the controller: ``substring`` and ``min_level`` (Iris's level names) are sent
   with every fetch; changing either starts the box again from the newest matching rows.
+* The box reads ``job_id``'s own rows, or with ``include_children`` its whole tree's (a row of a job
+  below it labelled by its path from it, ``[step/0]``); ``follow_job`` points it at another job of
+  the tree, starting again from the newest rows.
 * Following: the box scrolls itself (newest line at the bottom, where it stays while the reader
   is there; scrolled up, it keeps its distance from the newest line). "Following" pressed off
   pauses it: what it shows no longer changes and the button counts the rows that came meanwhile
@@ -56,8 +59,10 @@ class LogBox(widgets.VBox):
     """The log tail of ``job_id`` on ``client``, with its filter, follow, traceback and save
     controls (see the module rules)."""
 
-    def __init__(self, client: FrayClient, job_id: str, *, max_rows: int, **kwargs: Any) -> None:
+    def __init__(self, client: FrayClient, job_id: str, *, max_rows: int, include_children: bool = False,
+                 **kwargs: Any) -> None:
         self.client, self.job_id, self.max_rows = client, job_id, max_rows
+        self.include_children = include_children
         self.rows: list[LogEntry] = []
         self.cursor = 0
         self.unseen = 0
@@ -95,7 +100,7 @@ class LogBox(widgets.VBox):
     def lines(self) -> list[str]:
         """The rows shown, as ``[task] text`` lines."""
         with self._lock:
-            return [log_line(row) for row in self.rows]
+            return [log_line(row, self.job_id) for row in self.rows]
 
     def _new_view(self) -> widgets.HTML:
         view = widgets.HTML(self._tail_html())
@@ -104,7 +109,11 @@ class LogBox(widgets.VBox):
 
     def _tail_html(self) -> str:
         empty = "no matching log lines yet" if self.filter_text.value or self.min_level.value else "no log lines yet"
-        return log_tail_html(self.rows, log_prefix, empty=empty)
+        return log_tail_html(self.rows, self.label, empty=empty)
+
+    def label(self, row: LogEntry) -> str:
+        """A row's task label: ``[3]``, or below the box's job ``[step/0]`` (``client.logs.log_prefix``)."""
+        return log_prefix(row, self.job_id)
 
     def _show_latest(self) -> None:
         """Show the newest rows in a fresh view (so it is scrolled to the bottom)."""
@@ -118,7 +127,8 @@ class LogBox(widgets.VBox):
         """Fetch the rows after the cursor (the newest ``TAIL_ROWS`` the first time) and show
         them if following; returns how many came. ``FrayError`` is the caller's to show."""
         with self._lock:
-            query = {"substring": self.filter_text.value, "min_level": self.min_level.value}
+            query = {"substring": self.filter_text.value, "min_level": self.min_level.value,
+                     "include_children": self.include_children}
             if self._started:
                 page = self.client.logs(self.job_id, cursor=self.cursor, **query)
             else:
@@ -134,6 +144,12 @@ class LogBox(widgets.VBox):
                     self.unseen += len(page.entries)
                     self.follow_button.description = f"Jump to latest ({self.unseen} new)"
             return len(page.entries)
+
+    def follow_job(self, job_id: str, include_children: bool) -> None:
+        """Show ``job_id``'s rows (with ``include_children``, its tree's) from the newest on."""
+        with self._lock:
+            self.job_id, self.include_children = job_id, include_children
+        self._on_filter({})
 
     def _on_filter(self, _change: dict[str, Any]) -> None:
         with self._lock:
@@ -155,19 +171,21 @@ class LogBox(widgets.VBox):
     def jump_to_traceback(self) -> bool:
         """Show the job's last traceback, paused (see the module rules); False when there is none."""
         with self._lock:
-            found = self.client.logs(self.job_id, substring=TRACEBACK, tail=True, max_lines=1).entries
+            found = self.client.logs(self.job_id, substring=TRACEBACK, tail=True, max_lines=1,
+                                     include_children=self.include_children).entries
             if not found:
                 self.note.value = note_html("no Python traceback in this job's log")
                 return False
             first = found[-1].seq
-            rows = collapse(self.client.logs(self.job_id, cursor=first - 1, max_lines=TRACEBACK_ROWS).entries)
+            rows = collapse(self.client.logs(self.job_id, cursor=first - 1, max_lines=TRACEBACK_ROWS,
+                                             include_children=self.include_children).entries)
             start = next(index for index, row in enumerate(rows) if row.seq == first)
             end = traceback_end(rows, start)
             self.follow_button.value = False
-            self.view = widgets.HTML(log_tail_html(rows[start:end + 1], log_prefix, marked=range(end + 1 - start)))
+            self.view = widgets.HTML(log_tail_html(rows[start:end + 1], self.label, marked=range(end + 1 - start)))
             self.view.add_class("fray-log-box")
             self.children = (self.tools, self.view, self.note)
-            self.note.value = note_html(f"the last traceback ({log_prefix(rows[start])}); press Jump to latest to follow the log again")
+            self.note.value = note_html(f"the last traceback ({self.label(rows[start])}); press Jump to latest to follow the log again")
             return True
 
     # -- saving --------------------------------------------------------------------------------

@@ -1,16 +1,23 @@
-"""``JobStatusPanel``: one job, live, in a notebook output — stock ipywidgets over ``views.job``.
+"""``JobStatusPanel``: one job and the jobs below it, live, in a notebook output — stock
+ipywidgets over ``views.job``, ``views.tree`` and ``views.snapshot``.
 
 Rules:
 
-* A background thread refreshes the panel (``refresh``): status, tasks, and the log rows after
-  the panel's cursor (all tasks, task-prefixed); it stops once the job is terminal and its last
-  log rows are in. The kernel stays free for other cells meanwhile (ipykernel sends widget
-  updates from threads).
+* A background thread refreshes the panel (``refresh``): the job's diagnosis (status, tasks with
+  their attempts, the failed ones' root causes, each task's status text: ``client.diagnostics``),
+  its tree (``client.tree``: one CHILDREN page per parent shown, none for a settled subtree), and
+  the log rows after the log box's cursor (by default the whole tree's); it stops once the job is
+  terminal, the jobs below it have ended and its last log rows are in. The kernel stays free for
+  other cells meanwhile (ipykernel sends widget updates from threads).
 * When the controller has a change feed (the embedded one: ``widgets.feed``, one listener per
-  client shared by all panels), the thread refreshes when the feed says the job changed, and at
-  least every ``FEED_REFRESH`` s; it does not poll. Otherwise (a real Iris, a gRPC URL, or while
-  the feed is down) it polls every ``poll_first`` seconds while something changes and backs off
-  by ``BACKOFF`` per quiet poll up to ``poll_max``, so an idle job costs little.
+  client shared by all panels), the thread refreshes when the feed says the job or a job below it
+  changed — at most every ``FEED_MIN_INTERVAL`` s, so a chatty tree costs a few refreshes a second
+  — and at least every ``FEED_REFRESH`` s; it does not poll. Otherwise (a real Iris, a gRPC URL,
+  or while the feed is down) it polls every ``poll_first`` seconds while something changes and
+  backs off by ``BACKOFF`` per quiet poll up to ``poll_max``, so an idle job costs little.
+* Shown by IPython (a cell's result, ``display``), the panel also writes a static snapshot into
+  the cell output and rewrites it as the tree's states change and once it has settled
+  (``widgets.snapshot``): a notebook reopened without its kernel shows that instead.
 * Failures to reach the controller are shown in the panel and retried at ``poll_max``; nothing a
   poll or a click raises reaches the notebook.
 * The poller thread also stops for good (saying why in the panel) when the job was replaced by a
@@ -20,8 +27,8 @@ Rules:
   makes a new panel). So a kernel holds at most one poller per live job.
 * Everything the job or controller wrote is HTML-escaped by ``views.job``; the log tail, with its
   filter, follow, traceback and save controls, is ``widgets.logbox``.
-* Cancel asks the controller to terminate the job and polls at once; the button is disabled once
-  the job is terminal.
+* Cancel asks the controller to terminate the job (and so every job below it) and polls at once;
+  the button is disabled once the job is terminal.
 """
 
 from __future__ import annotations
@@ -35,12 +42,19 @@ import ipywidgets as widgets
 
 from fray_jupyter.client import results
 from fray_jupyter.client.client import FrayClient
+from fray_jupyter.client.diagnostics import Diagnosis, diagnose
 from fray_jupyter.client.errors import FrayError, JobNotFound
+from fray_jupyter.client.tree import failed_children, fetch_tree
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
+from fray_jupyter.iris.tree import FailedChild, JobTree
 from fray_jupyter.views import job as view
+from fray_jupyter.views.snapshot import snapshot_html
+from fray_jupyter.views.tree import failed_html, tree_lines
 from fray_jupyter.widgets import feed
 from fray_jupyter.widgets.logbox import LogBox
+from fray_jupyter.widgets.snapshot import SnapshotOutput
+from fray_jupyter.widgets.tree import TreeView
 
 if TYPE_CHECKING:
     from fray_jupyter.client.handle import JobHandle
@@ -52,6 +66,8 @@ MAX_FAILED_POLLS: Final[int] = 60
 the poller gives up."""
 FEED_REFRESH: Final[float] = 60.0
 """Seconds between refreshes of a panel that the change feed keeps up to date (a safety net)."""
+FEED_MIN_INTERVAL: Final[float] = 0.25
+"""Seconds at least between two refreshes the change feed asks for."""
 DRAIN_GRACE: Final[float] = 0.2
 """Seconds between seeing the job finish and the last log fetch (late rows reach the store)."""
 
@@ -68,8 +84,11 @@ class JobStatusPanel(widgets.VBox):
         self.poll_first, self.poll_max, self.max_failures = poll_first, poll_max, max_failures
         self.ended = ""  # why the poller stopped for good (replaced, gone, unreachable), else ""
         self._failures = 0
-        self.status: job_pb2.JobStatus | None = None
-        self.task_list: tuple[job_pb2.TaskStatus, ...] = ()
+        self.diagnosis: Diagnosis | None = None
+        self.tree: JobTree | None = None
+        self.failed_below: list[FailedChild] = []
+        self.snapshot = SnapshotOutput()
+        self._milestone: tuple[Any, ...] = ()
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -82,7 +101,9 @@ class JobStatusPanel(widgets.VBox):
                                             layout=widgets.Layout(width="420px"))
         self.reason = widgets.HTML()
         self.tasks = widgets.HTML()
-        self.logs = LogBox(client, job_id, max_rows=log_lines)
+        self.diagnostics = widgets.HTML()
+        self.logs = LogBox(client, job_id, max_rows=log_lines, include_children=True)
+        self.tree_view = TreeView(job_id, self._follow_logs)
         self.failure = widgets.HTML()
         self.outputs = widgets.HTML()
         self.message = widgets.HTML()
@@ -91,12 +112,13 @@ class JobStatusPanel(widgets.VBox):
         self.cancel_button.on_click(self._on_cancel)
         for widget, name in ((self.header, "header"), (self.progress, "progress"), (self.reason, "reason"),
                              (self.tasks, "tasks"), (self.logs, "logs"), (self.failure, "failure"),
+                             (self.diagnostics, "diagnostics"), (self.tree_view, "tree-view"),
                              (self.outputs, "outputs"), (self.message, "message"), (self.cancel_button, "cancel")):
             widget.add_class(f"fray-status-{name}")
         toolbar = widgets.HBox([self.progress, self.cancel_button], layout=widgets.Layout(align_items="center"))
         style = widgets.HTML(view.STYLE, layout=widgets.Layout(display="none"))  # once, not on every redraw
-        super().__init__([style, self.header, toolbar, self.reason, self.failure, self.tasks, self.outputs, self.logs,
-                          self.message],
+        super().__init__([style, self.header, toolbar, self.reason, self.failure, self.diagnostics, self.tree_view,
+                          self.tasks, self.outputs, self.logs, self.message],
                          **kwargs)
         self.add_class("fray-status-panel")
         if start:
@@ -116,9 +138,19 @@ class JobStatusPanel(widgets.VBox):
         return job_state_name(self.status.state) if self.status is not None else "unknown"
 
     @property
+    def status(self) -> job_pb2.JobStatus | None:
+        """The job's status as last read (None before the first poll)."""
+        return self.diagnosis.status if self.diagnosis is not None else None
+
+    @property
+    def task_list(self) -> tuple[job_pb2.TaskStatus, ...]:
+        """The job's tasks as last read."""
+        return self.diagnosis.tasks if self.diagnosis is not None else ()
+
+    @property
     def done(self) -> bool:
-        """Whether the job is terminal (its panel no longer changes)."""
-        return self.status is not None and view.is_terminal(self.status)
+        """Whether the job is terminal and every job below it has ended (its panel no longer changes)."""
+        return self.status is not None and view.is_terminal(self.status) and (self.tree is None or self.tree.settled)
 
     # -- polling -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -181,24 +213,34 @@ class JobStatusPanel(widgets.VBox):
         self.stop()
 
     def _poll(self) -> bool:
-        was_terminal = self.done
-        status = self.client.status(self.job_id)
+        was_done = self.done
+        diagnosis = diagnose(self.client, self.job_id)
+        status = diagnosis.status
         if self.status is not None and status.submitted_at.epoch_ms != self.status.submitted_at.epoch_ms:
             self.ended = ("this job was replaced by a newer submission of the same name; this panel no longer "
                           "follows it")
             self.stop()
             return False
-        tasks = self.client.tasks(self.job_id)
+        tree = fetch_tree(self.client, status, self.tree)
         fetched = self.logs.fetch()
-        while view.is_terminal(status) and not was_terminal:  # drain the rows written as it ended
+        while view.is_terminal(status) and tree.settled and not was_done:  # drain the rows written as it ended
             time.sleep(DRAIN_GRACE)
             if not (more := self.logs.fetch()):
                 break
             fetched += more
-        changed = (self.status is None or status.state != self.status.state or tasks != self.task_list
-                   or fetched > 0)
-        self.status, self.task_list = status, tasks
+        changed = (self.diagnosis is None or diagnosis != self.diagnosis or tree != self.tree or fetched > 0)
+        if view.is_terminal(status) and status.state != job_pb2.JOB_STATE_SUCCEEDED and (
+                [job.job_id for job in tree.failed()] != [child.status.job_id for child in self.failed_below]):
+            self.failed_below = failed_children(self.client, tree)
+        self.diagnosis, self.tree = diagnosis, tree
         return changed
+
+    def _follow_logs(self, job_id: str, include_children: bool) -> None:
+        """Point the log tail at ``job_id`` (the tree's choice); a controller error is shown."""
+        try:
+            self.logs.follow_job(job_id, include_children)
+        except FrayError as error:
+            self.message.value = view.note_html(str(error), error=True)
 
     @property
     def lines(self) -> list[str]:
@@ -226,6 +268,8 @@ class JobStatusPanel(widgets.VBox):
                 changed = self._refresh_safely()
                 if self.done:
                     return
+                if following is not None:
+                    self._stopped.wait(FEED_MIN_INTERVAL)
                 delay = self.poll_first if changed else min(delay * BACKOFF, self.poll_max)
         finally:
             if following is not None:
@@ -244,9 +288,10 @@ class JobStatusPanel(widgets.VBox):
 
     # -- drawing -----------------------------------------------------------------------------------
     def _render(self) -> None:
-        status, tasks = self.status, self.task_list
-        if status is None:
+        diagnosis, tree = self.diagnosis, self.tree
+        if diagnosis is None or tree is None:
             return
+        status, tasks = diagnosis.status, diagnosis.tasks
         self.header.value = view.header_html(status)
         total = status.task_count or len(tasks) or 1
         self.progress.max = total
@@ -256,12 +301,35 @@ class JobStatusPanel(widgets.VBox):
             status.state, "danger" if view.is_terminal(status) else "info")
         self.reason.value = view.pending_html(status, tasks)
         self.tasks.value = view.tasks_html(tasks)
-        self.failure.value = view.failure_html(status, tasks, self.lines)
+        self.failure.value = view.failure_html(status, tasks, self.lines) + failed_html(self.job_id, self.failed_below)
+        self.diagnostics.value = view.diagnosis_html(status, tasks, diagnosis.limits, diagnosis.root_causes,
+                                                     self._status_texts())
+        self.tree_view.show(tree)
         if view.is_terminal(status):
             self.cancel_button.disabled = True
             if not self._outputs_read:
                 self._outputs_read = True
                 self.outputs.value = self._outputs_html(tasks)
+        milestone = (status.state, tuple((job.job_id, job.state) for job in tree.jobs()), self.done,
+                     len(self.failed_below))
+        if milestone != self._milestone:
+            self._milestone = milestone
+            self.snapshot.update(self.snapshot_html())
+
+    def _status_texts(self) -> dict[str, str]:
+        texts = self.diagnosis.status_texts if self.diagnosis is not None else {}
+        return {task_id: text.detail_md for task_id, text in texts.items()}
+
+    def snapshot_html(self) -> str:
+        """The static snapshot of what the panel shows now (``views.snapshot``)."""
+        with self._lock:
+            diagnosis = self.diagnosis
+            tree = self.tree or JobTree(self.status or job_pb2.JobStatus(job_id=self.job_id))
+            rows = list(self.logs.rows)
+        return snapshot_html(tree, self.task_list, rows, self.logs.label,
+                             limits=diagnosis.limits if diagnosis is not None else None,
+                             root_causes=diagnosis.root_causes if diagnosis is not None else None,
+                             status_texts=self._status_texts(), failed=self.failed_below)
 
     @staticmethod
     def _outputs_html(tasks: tuple[job_pb2.TaskStatus, ...]) -> str:
@@ -299,8 +367,16 @@ class JobStatusPanel(widgets.VBox):
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
         bundle: dict[str, Any] | None = super()._repr_mimebundle_(**kwargs)
         if bundle is not None and self.status is not None:
-            bundle["text/plain"] = view.status_text(self.status, self.task_list)
+            lines = tree_lines(self.tree) if self.tree is not None else []
+            bundle["text/plain"] = "\n".join([view.status_text(self.status, self.task_list), *lines])
         return bundle
+
+    def _ipython_display_(self) -> None:
+        """Shown by IPython: the widget view, then the static snapshot beside it (``widgets.snapshot``)."""
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)  # type: ignore[no-untyped-call]
+        self.snapshot.show(self.snapshot_html())
 
 
 _FOLLOWING: weakref.WeakValueDictionary[str, JobStatusPanel] = weakref.WeakValueDictionary()

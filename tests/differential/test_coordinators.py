@@ -8,6 +8,8 @@ Iris scheduler (the twin) and on the embedded controller, and the two are compar
 * what each task saw and printed (lines starting ``SEEN``): Fray's ``JobFailed`` of a failed child, a
   child's identity (``task_info()``) and the env vars, setup scripts, constraints and region it
   inherited, a refused step's error code;
+* what the status panel shows of the ended tree (``JobStatusPanel``, read as Iris lists it): each
+  job below the root with its depth and state, the failed ones it names, and that it is done;
 
 and, with raw LaunchJob / ListJobs calls, on the child ids and queries each accepts or refuses. A
 difference must be listed in ``differences.COORDINATOR_DIFFERENCES`` with its reason; an unlisted one
@@ -33,6 +35,7 @@ from fray_jupyter.iris.states import TERMINAL_JOB_STATES, job_state_name
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
+from fray_jupyter.widgets.status import JobStatusPanel
 from tests.differential.conftest import wait_at_rest
 from tests.differential.differences import COORDINATOR_DIFFERENCES
 
@@ -143,9 +146,10 @@ class Tree:
     links: dict[str, tuple[str, bool]] = field(default_factory=dict)  # GetJobStatus parent, has_children
     listed: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "roots" (this root only) / CHILDREN
     seen: tuple[tuple[str, str], ...] = ()  # (task key, SEEN line)
+    panel: tuple[object, ...] = ()  # the panel's rows (path, depth, state), failed children, done
 
     def aspects(self) -> dict[str, object]:
-        return {"jobs": self.jobs, "links": self.links, "listed": self.listed, "seen": self.seen}
+        return {"jobs": self.jobs, "links": self.links, "listed": self.listed, "seen": self.seen, "panel": self.panel}
 
 
 def relative(root: str, job_id: str) -> str:
@@ -216,11 +220,24 @@ def run(client: FrayClient, name: str, scenario: Scenario, workspace: Path) -> T
         tree.links[relative(root, job_id)] = (_link(root, status.parent_job_id), status.has_children)
         children = client.list(scope="children", parent=job_id, limit=500).jobs
         tree.listed[relative(root, job_id)] = tuple(sorted(relative(root, c.job_id) for c in children))
-    roots = client.list(scope="roots", name_filter=name, limit=500).jobs
+    roots = client.list(user=USER, scope="roots", name_filter=name, limit=500).jobs
     tree.listed["roots"] = tuple(sorted((relative(root, j.job_id), str(j.has_children)) for j in roots
                                         if j.job_id == root))
     tree.seen = _seen(client, root, scenario.prints)
+    tree.panel = _panel(client, root)
     return tree
+
+
+def _panel(client: FrayClient, root: str) -> tuple[object, ...]:
+    """What the status panel of the ended root shows of its tree after one refresh."""
+    panel = JobStatusPanel(client, root, start=False)
+    try:
+        panel.refresh()
+        assert panel.tree is not None
+        rows = tuple((relative(root, job.job_id), depth, job_state_name(job.state)) for depth, job in panel.tree.walk())
+        return rows, tuple(relative(root, child.status.job_id) for child in panel.failed_below), panel.done
+    finally:
+        panel.close()
 
 
 @pytest.fixture(scope="module")
@@ -267,6 +284,8 @@ def test_the_scenarios_reach_what_they_are_for(trees: dict[str, tuple[Tree, Tree
     assert twin["coord-nested"].links["/mid"] == ("(root)", True) and twin["coord-nested"].links[""] == ("(none)", True)
     assert ("/0", "SEEN JobFailed /diff/coord-child-fails/bad failed") in twin["coord-child-fails"].seen
     assert twin["coord-child-fails"].jobs[""][0] == "failed"
+    assert twin["coord-child-fails"].panel == ((("/bad", 1, "failed"),), ("/bad",), True)
+    assert twin["coord-nested"].panel[0] == (("/mid", 1, "succeeded"), ("/mid/leaf", 2, "succeeded"))
     assert twin["coord-killed"].jobs == {"": ("killed", "Terminated by user"), "/mid": ("killed", "Parent job terminated"),
                                          "/sibling": ("killed", "Parent job terminated"),
                                          "/mid/leaf": ("killed", "Parent job terminated")}

@@ -36,6 +36,12 @@ def test_example_runs_on_the_twin(twin: FrayClient, tmp_path: Path, monkeypatch:
                 "gpu_gang.ipynb": ("gpu-gang", ["task 1 of 2: asked for 8 x H100"]),
                 "coordinator.ipynb": ("coordinator/train-step", ["train step on /nb-coordinator/coordinator/train-step/0:"]),
                 }.get(path.name)
+    if path.name == "coordinator.ipynb":  # the final snapshot shows the tree as Iris lists it
+        snapshot = "".join(o.get("data", {}).get("text/html", "") for cell in notebook.cells if cell.cell_type == "code"
+                           for o in cell.outputs if "fray-snapshot" in o.get("data", {}).get("text/html", ""))
+        assert 'data-state="succeeded" data-final="true"' in snapshot
+        for step in ("train-step", "eval-step"):
+            assert f'data-job-id="/nb-coordinator/coordinator/{step}"' in snapshot, step
     if expected is not None:  # task_info() on Iris's own workers, read from Iris's log service
         name, lines = expected
         seen = _wait_for_lines(twin, f"/nb-{path.stem}/{name}", lines)
