@@ -26,16 +26,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.results import Figure, record
 from fray_jupyter.client.client import FrayClient, JobPage
-from fray_jupyter.controller.store import JobRow, Store
-from fray_jupyter.iris.proto import job_pb2
-from tests.controller_harness import launch_request, start_controller, stop_quietly
+from tests.controller_harness import start_controller, stop_quietly
+from tests.seeded_store import Seed, seed_store
 
 BENCH = "jobtree"
 ROOTS_GOAL_MS = 20.0
@@ -64,21 +62,10 @@ def tree_ids(count: int) -> list[tuple[str, str]]:
 
 
 def seed(state_dir: Path, count: int) -> None:
-    """Store the tree as finished jobs, directly (what ``count`` earlier launches leave)."""
-    request = launch_request("seed", "true", replicas=4)
+    """Store the tree as finished 4-task jobs, directly (what ``count`` earlier launches leave)."""
     now = int(time.time() * 1000)
-    template = JobRow(
-        id=0, job_id="", name="", user="", state=job_pb2.JOB_STATE_SUCCEEDED, submitted_ms=0, started_ms=now,
-        finished_ms=now, error="", exit_code=0, status_message="running on this machine", replicas=4,
-        coscheduled=0, max_retries_failure=0, max_task_failures=0, timeout_ms=None, scheduling_timeout_ms=None,
-        failure_count=0, preemption_count=0, request=request.SerializeToString(),
-        resources=request.resources.SerializeToString(), bundle_path="")
-    store = Store(state_dir / "controller.sqlite3")
-    with store.transaction():
-        for index, (job_id, parent) in enumerate(tree_ids(count)):
-            store.insert_job(replace(template, job_id=job_id, name=job_id, user=job_id.split("/")[1],
-                                     submitted_ms=now - count + index, parent_job_id=parent))
-    store.close()
+    seed_store(state_dir, (Seed(job_id, parent, now - count + index)
+                           for index, (job_id, parent) in enumerate(tree_ids(count))), replicas=4)
 
 
 def median_ms(call: Callable[[], JobPage], expected: int) -> float:

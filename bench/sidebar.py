@@ -12,10 +12,13 @@ and the last 60 s show the ceiling twice; with the push stream it asks nothing o
    ``/api/`` polling in the same window for comparison.
 2. Server CPU in the last ``--window`` s (default 60; psutil: the Jupyter server process plus the controller process),
    everything included (JupyterLab's own polling too).
-3. Server CPU of one sidebar refresh (``GET /fray/jobs?limit=50``: the Jupyter server's handler
-   and the controller's ListJobs), over 200 calls; times the idle rate, the sidebar's share.
+3. Server CPU of one sidebar refresh (``GET /fray/jobs?scope=roots&user=alice&limit=50``: the
+   Jupyter server's handler and the controller's ListJobs), over 200 calls; times the idle rate, the sidebar's share.
 
-Run: .venv/bin/python bench/sidebar.py [--jobs 50] [--watch 130] [--window 60]
+4. Then, in the same JupyterLab, ``bench/sidebar_scale.py``'s figures on 10,000 jobs of 50 users
+   (``--scale-repeat`` samples each; 0 skips them): opening, switching, searching, expanding.
+
+Run: .venv/bin/python bench/sidebar.py [--jobs 50] [--watch 130] [--window 60] [--scale-repeat 5]
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests" / "ui"))
 
 from labserver import Lab, launch_args, running_lab
 
+from bench import sidebar_scale
 from bench.results import Figure, record
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.discovery import start_controller
@@ -74,13 +78,15 @@ def cpu_seconds(*pids: int) -> float:
 
 
 def per_refresh_cpu_ms(lab: Lab, pids: tuple[int, ...]) -> tuple[float, float]:
-    """(server CPU ms, wall ms) of one ``GET /fray/jobs?limit=50``, averaged over REFRESH_CALLS calls."""
+    """(server CPU ms, wall ms) of one sidebar refresh (``GET /fray/jobs``: my roots, a page of 50),
+    averaged over REFRESH_CALLS calls."""
+    query = {"scope": "roots", "user": "alice", "limit": 50}
     with httpx.Client(base_url=lab.url, headers={"Authorization": f"token {lab.token}"}, timeout=30) as http:
         for _ in range(20):
-            http.get("/fray/jobs", params={"limit": 50}).raise_for_status()
+            http.get("/fray/jobs", params=query).raise_for_status()
         before, started = cpu_seconds(*pids), time.perf_counter()
         for _ in range(REFRESH_CALLS):
-            http.get("/fray/jobs", params={"limit": 50}).raise_for_status()
+            http.get("/fray/jobs", params=query).raise_for_status()
         wall, cpu = time.perf_counter() - started, cpu_seconds(*pids) - before
     return cpu * 1000 / REFRESH_CALLS, wall * 1000 / REFRESH_CALLS
 
@@ -102,7 +108,7 @@ def watch(lab: Lab, pids: tuple[int, ...], jobs: int, seconds: float, window: fl
         page.evaluate("async () => { await window.jupyterapp.restored; }")
         shown = time.monotonic()
         page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
-        expect(page.locator(".fj-JobRow")).to_have_count(jobs, timeout=30_000)
+        expect(page.locator(f"#{SIDEBAR_ID} .fj-Pager .fj-Muted")).to_have_text(f"1–{jobs} of {jobs}", timeout=30_000)
         assert page.evaluate("document.visibilityState") == "visible"
         window_start = shown + seconds - window
         # Sleep through Playwright (not time.sleep): the sync API dispatches request events only while
@@ -111,7 +117,7 @@ def watch(lab: Lab, pids: tuple[int, ...], jobs: int, seconds: float, window: fl
         cpu_before = cpu_seconds(*pids)
         page.wait_for_timeout(max(0.0, shown + seconds - time.monotonic()) * 1000)
         cpu = cpu_seconds(*pids) - cpu_before
-        expect(page.locator(".fj-JobRow")).to_have_count(jobs)
+        expect(page.locator(f"#{SIDEBAR_ID} .fj-Pager .fj-Muted")).to_have_text(f"1–{jobs} of {jobs}")
         browser.close()
     return [t - shown for t in fray if t >= shown], sum(1 for t in api if t >= window_start), cpu
 
@@ -121,7 +127,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--watch", type=float, default=130.0, help="seconds to leave the sidebar open (>= --window)")
     parser.add_argument("--window", type=float, default=WINDOW_S, help="seconds at the end of the watch measured")
+    parser.add_argument("--scale-repeat", type=int, default=5, help="samples of each sidebar_scale figure (0: none)")
     args = parser.parse_args()
+    scale: dict[str, list[float]] = {}
     window = args.window
     seconds = max(args.watch, window)
     with tempfile.TemporaryDirectory(prefix="fray-bench-sidebar-") as scratch, running_lab(Path(scratch)) as lab:
@@ -133,6 +141,11 @@ def main() -> None:
             refresh_cpu_ms, refresh_wall_ms = per_refresh_cpu_ms(lab, pids)
         finally:
             os.killpg(info.pid, signal.SIGTERM)  # the controller we started leads its own process group
+        if args.scale_repeat > 0:
+            with sidebar_scale.seeded_controller(lab):
+                scale = sidebar_scale.measure(lab, args.scale_repeat)
+    if scale:
+        sidebar_scale.report(scale)
     first_window = sum(1 for t in times if t < window)
     settled = sum(1 for t in times if t >= seconds - window)  # the measured window: the end of the watch
     per_min = settled * 60.0 / window
@@ -142,7 +155,7 @@ def main() -> None:
     print(f"/fray/ requests after opening the sidebar at t=0 (s): {', '.join(f'{t:.1f}' for t in times)}")
     print(f"sidebar idle, {args.jobs} jobs: {first_window} /fray/ requests in the first {window:.0f} s; {settled} {state} "
           f"= {per_min:.1f} requests/min  [goal <= {GOAL_PER_MIN:.0f}/min: {'pass' if per_min <= GOAL_PER_MIN else 'MISS'}]")
-    print(f"one sidebar refresh (GET /fray/jobs?limit=50): {refresh_cpu_ms:.2f} ms server CPU, "
+    print(f"one sidebar refresh (GET /fray/jobs, my roots, limit 50): {refresh_cpu_ms:.2f} ms server CPU, "
           f"{refresh_wall_ms:.2f} ms wall (mean of {REFRESH_CALLS})")
     print(f"sidebar idle cost: {share:.1f} ms server CPU per minute  [goal <= {GOAL_CPU_MS_PER_MIN:.0f} ms/min: "
           f"{'pass' if share <= GOAL_CPU_MS_PER_MIN else 'MISS'}]")

@@ -74,7 +74,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("iris_cli.py", ("--runs", "2"), (), 90, 420),
     Bench("fit.py", (), (), 10, 120),
     Bench("twin.py", ("--quick",), (), 50, 300),
-    Bench("sidebar.py", ("--watch", "30", "--window", "20", "--jobs", "20"), (), 60, 300),
+    Bench("sidebar.py", ("--watch", "30", "--window", "20", "--jobs", "20", "--scale-repeat", "1"), (), 60, 300),
     Bench("logview.py", ("--step", "1000"), (), 40, 300),
     Bench("soak.py", ("--runs", "200"), ("--runs", "2000"), 20, 1200),
     Bench("live.py", ("--jobs", "3", "--rounds", "1", "--window", "30"), (), 170, 720),

@@ -3,10 +3,14 @@ JupyterLab (``tests/ui/labserver.py``) in the system's Chromium, with a few real
 embedded controller.
 
 * ``picker.png``: a ``ResourcePicker`` for a two-slice v5p-8 job and its live preview.
-* ``sidebar.png``: the Fray Jobs sidebar listing the jobs (running, succeeded, failed).
-* ``sidebar-job.png``: the sidebar with the running training job open: its tasks and live log.
+* ``sidebar.png``: the Fray Jobs sidebar listing my jobs (Mine / Everyone): a coordinator expanded
+  to its steps (one running on TPU, one done), a failed sweep, a gang that waits, saying why.
+* ``sidebar-job.png``: the sidebar with the running training step open: its parent, its tasks and
+  its live log.
 
 Nothing is faked: the jobs run as task processes, and every figure on screen is what the lab shows.
+The coordinator's steps are launched as its task would launch them (a LaunchJob named
+``<coordinator>/<step>``).
 The lab, its controller and every task stop when the script ends.
 """
 
@@ -24,11 +28,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "ui")]
 
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect, sync_playwright
 
 from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, plan
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.discovery import start_controller
+from fray_jupyter.client.transport import open_transport
+from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, ControllerInfo
 from tests.ui.labserver import KERNEL_IDLE, Lab, launch_args, running_lab
 
@@ -74,13 +80,25 @@ def python_job(name: str, code: str, resources: ResourceConfig) -> JobRequest:
     return JobRequest(name=name, entrypoint=Entrypoint.from_binary("python", ["-c", code]), resources=resources)
 
 
+COORDINATOR = """\
+import time
+print("pipeline: tokenize -> train -> eval", flush=True)
+time.sleep(3600)
+"""
+
 JOBS = (
     python_job("tokenize-shards", TOKENIZE, ResourceConfig.with_cpu(replicas=4, ram="1g")),
-    python_job("eval-gsm8k", EVAL, ResourceConfig.with_gpu("H100", count=8, cpu=16)),
     python_job("sweep-lr-3e-4", SWEEP, ResourceConfig.with_cpu(ram="1g")),
-    python_job("train-llama-8b", TRAIN, ResourceConfig.with_tpu("v5p-8", slice_count=2, regions=["us-central1"])),
+    python_job("gang-v4-32x2", EVAL, ResourceConfig.with_tpu("v4-32", slice_count=2)),
+    python_job("llama-8b-pipeline", COORDINATOR, ResourceConfig.with_cpu(ram="1g")),
 )
-"""Oldest first: the sidebar lists newest first, so the running training job is on top."""
+"""Roots, oldest first: the sidebar lists newest first, so the coordinator is on top. The v4-32 gang
+is one the embedded cluster can never place: it waits, with Iris's reason."""
+STEPS = (
+    python_job("tokenize", TOKENIZE, ResourceConfig.with_cpu(replicas=2, ram="1g")),
+    python_job("train", TRAIN, ResourceConfig.with_tpu("v5p-8", slice_count=2, regions=["us-central1"])),
+)
+"""The coordinator's steps, launched as its task would launch them."""
 
 PICKER_CELL = """\
 %load_ext fray_jupyter
@@ -101,15 +119,25 @@ def controller(lab: Lab) -> Iterator[ControllerInfo]:
             os.kill(info.pid, signal.SIGTERM)
 
 
-def submit_jobs(client: FrayClient) -> dict[str, str]:
-    """Submit ``JOBS``; wait until the short ones have ended and the training job logs; their ids."""
+def submit_jobs(client: FrayClient, info: ControllerInfo) -> dict[str, str]:
+    """Submit ``JOBS`` and the coordinator's ``STEPS``; wait until the short ones have ended and the
+    training step logs; their ids (a step's under its own name)."""
     ids = {job.name: client.submit(plan(job, user=USER)) for job in JOBS}
-    for name in ("tokenize-shards", "eval-gsm8k", "sweep-lr-3e-4"):
+    transport = open_transport(info.url, info.token)
+    try:
+        for step in STEPS:
+            request = Controller.LaunchJobRequest()
+            request.CopyFrom(plan(step, user=USER).request)
+            request.name = f"{ids['llama-8b-pipeline']}/{step.name}"
+            ids[step.name] = transport.call("LaunchJob", request, Controller.LaunchJobResponse, 30.0).job_id
+    finally:
+        transport.close()
+    for name in ("tokenize-shards", "sweep-lr-3e-4", "tokenize"):
         client.wait(ids[name], timeout=60)
     deadline = time.monotonic() + 60
-    while not any("step" in entry.data for entry in client.logs(ids["train-llama-8b"]).entries):
+    while not any("step" in entry.data for entry in client.logs(ids["train"]).entries):
         if time.monotonic() > deadline:
-            raise RuntimeError("the training job wrote no log line within 60 s")
+            raise RuntimeError("the training step wrote no log line within 60 s")
         time.sleep(0.2)
     return ids
 
@@ -158,11 +186,15 @@ def sidebar(page: Page, lab: Lab, ids: dict[str, str]) -> None:
     page.mouse.move(SIDEBAR_WIDTH, 300, steps=5)
     page.mouse.up()
     page.evaluate("window.getSelection()?.removeAllRanges()")
-    rows = page.locator(".fj-JobRow")
-    expect(rows).to_have_count(len(ids), timeout=30_000)
-    expect(page.locator(f".fj-JobRow[data-job-id='{ids['sweep-lr-3e-4']}'] .fj-Badge")).to_have_text("failed")
+    def row(name: str) -> Locator:
+        return page.locator(f".fj-JobRow[data-job-id='{ids[name]}']")
+    expect(row("sweep-lr-3e-4").locator(".fj-Badge")).to_have_text("failed", timeout=30_000)
+    expect(row("gang-v4-32x2").locator(".fj-JobRow-why")).to_contain_text("Scheduler:")
+    page.locator(f".fj-TreeItem[data-key='{ids['llama-8b-pipeline']}'] [data-part='toggle']").click()
+    expect(row("train").locator(".fj-Badge")).to_have_text("running", timeout=30_000)
+    expect(row("tokenize").locator(".fj-Badge")).to_have_text("succeeded")
     shoot_sidebar(page, "sidebar.png")
-    page.locator(f".fj-JobRow[data-job-id='{ids['train-llama-8b']}']").click()
+    row("train").click()
     view = page.locator(".fj-JobView")
     expect(view.locator(".fj-Tasks tbody tr")).to_have_count(2, timeout=30_000)
     expect(view.locator(".fj-Logs .fj-LogLine").first).to_be_visible(timeout=30_000)
@@ -176,7 +208,7 @@ def main() -> int:
             Path(workdir), "--ServerApp.kernel_websocket_connection_class="
                            "fray_jupyter.server.nodelay.NoDelayKernelWebsocketConnection") as lab, \
             controller(lab) as info, FrayClient(info.url, info.token) as client, sync_playwright() as playwright:
-        ids = submit_jobs(client)
+        ids = submit_jobs(client, info)
         browser = playwright.chromium.launch(**launch_args())
         try:
             page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
@@ -184,7 +216,8 @@ def main() -> int:
             sidebar(page, lab, ids)
         finally:
             browser.close()
-            client.terminate(ids["train-llama-8b"])
+            for name in ("llama-8b-pipeline", "gang-v4-32x2"):
+                client.terminate(ids[name])
     for name in ("picker.png", "sidebar.png", "sidebar-job.png"):
         print(f"wrote {IMAGES / name}")
     return 0

@@ -4,7 +4,7 @@ scenario against named clusters with a private HOME and prints one JSON line of 
 Scenarios:
 
 * ``twin``: the local-kind manifest ``twin`` resolved by name (Iris starts a genuine local
-  cluster); a job run, followed and listed, another cancelled; the resolution counted and checked
+  cluster) and where its dashboard is; a job run, followed and listed, another cancelled; the resolution counted and checked
   closed with the client.
 * ``cells``: ``%%fray --cluster twin --wait`` in an IPython shell whose current directory is a uv
   project, with and without ``--no-workspace``; what each task saw, and the request the genuine Iris
@@ -13,7 +13,7 @@ Scenarios:
   directory over the bundle cap.
 * ``race``: resolve ``twin`` when the parent says "go" on stdin (after this process said "ready"),
   print the URL and how many Iris local clusters this process started, close on the next line.
-* ``edge``: an IAP-fronted manifest ``edge`` whose edge is a recording forwarder to a real Iris
+* ``edge``: an IAP-fronted manifest ``edge`` (with a public ``dashboard_url``) whose edge is a recording forwarder to a real Iris
   controller (``$UPSTREAM``). The login record in the credential store holds a refresh token; Google's
   token endpoint is out of reach here, so ``google.oauth2.credentials.Credentials.refresh`` — the
   call rigging's ``IapRefreshTokenProvider`` makes — is replaced: it mints ``idtoken-N`` valid for
@@ -71,7 +71,8 @@ def twin() -> dict[str, Any]:
     from fray_jupyter.iris.proto import job_pb2
 
     client = connect(cluster="twin")
-    out: dict[str, Any] = {"name": client.cluster_name, "kind": client.cluster.kind if client.cluster else ""}
+    out: dict[str, Any] = {"name": client.cluster_name, "kind": client.cluster.kind if client.cluster else "",
+                           "dashboard_is_url": client.cluster is not None and client.cluster.dashboard_url == client.url}
     done = client.submit(plan(job("hello", "echo", "hello-from-twin"), user="alice"))
     out["lines"] = [entry.data for entry in client.follow(done, timeout=120)]
     out["state"] = job_pb2.JobState.Name(client.wait(done, timeout=60).state)
@@ -232,6 +233,7 @@ def edge() -> dict[str, Any]:
     out: dict[str, Any] = {}
     with connect(cluster="edge") as client:
         out["url_is_edge"] = client.url == f"http://127.0.0.1:{server.server_address[1]}"
+        out["dashboard"] = client.cluster.dashboard_url if client.cluster is not None else ""
         try:
             for _ in range(3):
                 client.list(limit=1)

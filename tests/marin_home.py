@@ -34,9 +34,15 @@ scale_groups:
 """
 
 
+EDGE_DASHBOARD: Final[str] = "https://iris.example.dev"
+"""The public dashboard origin ``iap_manifest`` declares (Iris's ``dashboard_url``)."""
+
+
 def iap_manifest(name: str, edge_url: str) -> str:
-    """An IAP-fronted cluster whose edge is ``edge_url`` (Iris connects to it directly)."""
-    return f"name: {name}\nplatform: {{local: {{}}}}\ncontroller: {{local: {{}}}}\nauth:\n  iap:\n    url: {edge_url}\n"
+    """An IAP-fronted cluster whose edge is ``edge_url`` (Iris connects to it directly) and whose public
+    dashboard is ``EDGE_DASHBOARD``."""
+    return (f"name: {name}\nplatform: {{local: {{}}}}\ncontroller: {{local: {{}}}}\nauth:\n  iap:\n    url: {edge_url}\n"
+            f"dashboard_url: {EDGE_DASHBOARD}/\n")
 
 
 def marin_home(root: Path, manifests: dict[str, str], records: dict[str, dict[str, Any]] | None = None) -> Path:

@@ -27,7 +27,7 @@ from fray_jupyter.client.discovery import URL_ENV, connect
 from fray_jupyter.client.errors import ClusterUnavailable
 from fray_jupyter.controller.iris_local import unavailable_reason
 from fray_jupyter.file_lock import exclusive
-from tests.marin_home import REPO, TWIN_MANIFEST, child_env, marin_home, run_child
+from tests.marin_home import EDGE_DASHBOARD, REPO, TWIN_MANIFEST, child_env, marin_home, run_child
 from tests.real_iris import real_iris_controller
 
 needs_iris = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
@@ -96,6 +96,7 @@ def test_an_unknown_cluster_is_one_line_from_iris() -> None:
 def test_a_local_kind_manifest_in_the_users_config_dir_runs_jobs_and_closes_with_the_client(tmp_path: Path) -> None:
     seen = run_child("twin", marin_home(tmp_path, {"twin": TWIN_MANIFEST}))
     assert seen["name"] == "twin" and seen["kind"] == "local"
+    assert seen["dashboard_is_url"]  # no public dashboard_url: the controller serves its own dashboard
     assert seen["lines"] == ["hello-from-twin"] and seen["state"] == "JOB_STATE_SUCCEEDED"
     assert seen["listed"] == ["/alice/hello", "/alice/sleeper"]
     assert seen["cancelled"] == "JOB_STATE_KILLED"
@@ -202,6 +203,7 @@ def edge_home(tmp_path: Path) -> Path:
 def test_every_call_carries_the_edge_token_minted_from_the_stored_login(tmp_path: Path, iris_url: str) -> None:
     seen = run_child("edge", edge_home(tmp_path), UPSTREAM=iris_url, MARIN_CLUSTER_TOKEN="app-token")
     assert "error" not in seen and seen["url_is_edge"]
+    assert seen["dashboard"] == EDGE_DASHBOARD  # the manifest's public dashboard, its trailing slash dropped
     assert [call["proxy-authorization"] for call in seen["seen"]] == ["Bearer idtoken-1"] * 3
     assert [call["authorization"] for call in seen["seen"]] == ["Bearer app-token"] * 3
     assert seen["minted"] == ["idtoken-1"]  # cached while valid

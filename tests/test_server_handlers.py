@@ -116,7 +116,7 @@ RUNNING = {job_pb2.JOB_STATE_RUNNING}
 def test_status_names_the_controller_the_kernels_use(api: Callable[..., Reply], shared: ControllerProcess) -> None:
     reply = api("status")
     assert reply == (200, {"url": shared.info.url, "reachable": True, "error": None, "user": resolve_user(),
-                           "cluster": None})
+                           "cluster": None, "dashboard_url": None})
 
 
 def test_jobs_lists_every_job_with_what_the_sidebar_shows(api: Callable[..., Reply], shared: ControllerProcess) -> None:
@@ -175,6 +175,37 @@ def test_jobs_list_roots_or_one_jobs_children_as_the_controller_says(api: Callab
     every = {j["job_id"]: j["parent_job_id"] for j in api("jobs", params={"name": tag}).body["jobs"]}
     assert every == {coord: "", step: coord}
     api(job_path(coord, "cancel"), method="POST")
+
+
+def test_jobs_of_one_user_are_their_id_prefix_and_users_lists_who_has_work(api: Callable[..., Reply],
+                                                                           shared: ControllerProcess) -> None:
+    """``user=`` is Iris's ``job_id_prefix="/<user>/"`` (another user whose name starts the same is
+    not theirs), with the scope, the filters and ``total`` applied on the controller; ``users`` is
+    ``ListUsers``."""
+    tag = uuid.uuid4().hex[:6]
+    wire = shared.wire()
+    try:
+        ids = {}
+        for user in ("bob", "bobby"):
+            request = launch_request(f"{tag}-{user}", "sleep 30", user=user, replicas=1)
+            ids[user] = wire.launch(request)
+        child = launch_request("step", "true", user="bob")
+        child.name = f"{ids['bob']}/step"
+        step = wire.launch(child)
+    finally:
+        wire.close()
+    mine = api("jobs", params={"user": "bob", "name": tag}).body
+    assert ([j["job_id"] for j in mine["jobs"]], mine["total"]) == ([step, ids["bob"]], 2)
+    roots = api("jobs", params={"user": "bob", "name": tag, "scope": "roots"}).body
+    assert ([j["job_id"] for j in roots["jobs"]], roots["total"]) == ([ids["bob"]], 1)
+    everyone = {j["job_id"] for j in api("jobs", params={"name": tag, "scope": "roots"}).body["jobs"]}
+    assert everyone == set(ids.values())
+    users = {u["user"]: u for u in api("users").body["users"]}
+    assert {"bob", "bobby"} <= set(users)
+    assert users["bobby"]["job_state_counts"]["running"] + users["bobby"]["job_state_counts"]["pending"] >= 1
+    assert set(users["bob"]["task_state_counts"]) >= {"running", "pending", "succeeded"}
+    for job_id in ids.values():
+        api(job_path(job_id, "cancel"), method="POST")
 
 
 def test_job_detail_has_its_tasks(api: Callable[..., Reply], shared: ControllerProcess) -> None:
@@ -308,7 +339,7 @@ def test_unknown_job_is_404_with_a_message(api: Callable[..., Reply], shared: Co
     ("jobs", {"state": "bogus"}), ("jobs", {"sort": "size"}), ("jobs", {"order": "up"}), ("jobs", {"start": "yes"}),
     ("jobs", {"limit": "-1"}), ("jobs", {"limit": "1000"}), ("jobs", {"offset": "x"}), ("jobs", {"offset": "5001"}),
     ("jobs", {"scope": "tree"}), ("jobs", {"scope": "children"}), ("jobs", {"parent": "/alice/x"}),
-    ("jobs", {"parent": "/alice/x", "scope": "roots"}),
+    ("jobs", {"parent": "/alice/x", "scope": "roots"}), ("jobs", {"user": "a/b"}), ("jobs", {"user": "a b"}),
     (job_path("/alice/x", "logs"), {"cursor": "-5"}), (job_path("/alice/x", "logs"), {"tail": "maybe"}),
     (job_path("/alice/x", "logs"), {"max_lines": "99999"}), (job_path("/alice/x", "logs"), {"before": "-1"}),
     (job_path("/alice/x", "logs"), {"min_level": "warn"}),
@@ -327,9 +358,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-CONTROLLER_ROUTES = [("jobs", "GET"), (job_path("/alice/x"), "GET"), (job_path("/alice/x", "logs"), "GET"),
-                     (job_path("/alice/x", "logs", "download"), "GET"), (job_path("/alice/x", "cancel"), "POST"),
-                     (job_path("/alice/x", "tasks", "0"), "GET")]
+CONTROLLER_ROUTES = [("jobs", "GET"), ("users", "GET"), (job_path("/alice/x"), "GET"),
+                     (job_path("/alice/x", "logs"), "GET"), (job_path("/alice/x", "logs", "download"), "GET"),
+                     (job_path("/alice/x", "cancel"), "POST"), (job_path("/alice/x", "tasks", "0"), "GET")]
 
 
 @pytest.mark.parametrize(("path", "method"), CONTROLLER_ROUTES)
@@ -393,7 +424,7 @@ def test_start_1_starts_the_embedded_controller_when_allowed(api: Callable[..., 
         status = api("status", params={"start": "1"}).body
         info = read_runtime_file()
         assert info is not None and status == {"url": info.url, "reachable": True, "error": None,
-                                               "user": resolve_user(), "cluster": None}
+                                               "user": resolve_user(), "cluster": None, "dashboard_url": None}
         assert api("jobs").body == {"jobs": [], "total": 0, "has_more": False}
     finally:
         if (info := read_runtime_file()) is not None:

@@ -141,6 +141,16 @@ class NamedCluster:
         return str(self._endpoint.url).rstrip("/")
 
     @property
+    def dashboard_url(self) -> str:
+        """The origin of the cluster's own Iris dashboard: the manifest's ``dashboard_url`` (its
+        public origin, what ``iris job run`` prints job links under), else the controller URL Iris
+        resolved (every Iris controller serves its dashboard at its own address; a tunnel's local
+        end only opens on the machine that holds the tunnel)."""
+        config = self._endpoint.config
+        public = str(getattr(config, "dashboard_url", "") or "") if config is not None else ""
+        return public.rstrip("/") or self.url
+
+    @property
     def kind(self) -> str:
         """The manifest's controller kind (``gcp``, ``coreweave``, ``local``, …), or ``""``."""
         config = self._endpoint.config

@@ -145,7 +145,8 @@ class LogPage(TypedDict):
 
 
 class ControllerStatus(TypedDict):
-    """``GET /fray/status``: the controller's URL, whether it answers, why not, the user, the cluster."""
+    """``GET /fray/status``: the controller's URL, whether it answers, why not, the user, the cluster
+    and the origin of its Iris dashboard."""
 
     url: str
     reachable: bool
@@ -153,6 +154,24 @@ class ControllerStatus(TypedDict):
     user: str | None
     cluster: str | None
     """The named Marin cluster the server is on; None: the embedded controller (or a URL)."""
+    dashboard_url: str | None
+    """The origin of that cluster's own Iris dashboard (a job's page is ``<origin>/#/job/<id>``,
+    the id percent-encoded whole); None off a named cluster."""
+
+
+class UserSummary(TypedDict):
+    """One user with work on the controller (Iris's ``ListUsers``): how many of their jobs are in
+    each unfinished state and how many of those jobs' tasks in each state, by state name."""
+
+    user: str
+    job_state_counts: dict[str, int]
+    task_state_counts: dict[str, int]
+
+
+class UserList(TypedDict):
+    """``GET /fray/users``: every user with work (or a budget) on the controller, the busiest first."""
+
+    users: list[UserSummary]
 
 
 class ClusterChoice(TypedDict):

@@ -37,6 +37,7 @@ from fray_jupyter.server.handlers import (
     OutputsHandler,
     StatusHandler,
     TaskHandler,
+    UsersHandler,
 )
 from fray_jupyter.server.link import ControllerLink
 from fray_jupyter.server.logs import LogDownloadHandler, LogsHandler
@@ -49,6 +50,7 @@ ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     ("fray/status", StatusHandler),
     ("fray/clusters", ClustersHandler),
     ("fray/events", EventsHandler),
+    ("fray/users", UsersHandler),
     ("fray/jobs", JobsHandler),
     (f"fray/jobs/{JOB}", JobHandler),
     (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})", TaskHandler),

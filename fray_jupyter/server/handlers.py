@@ -150,6 +150,15 @@ class FrayHandler(APIHandler):
             raise ApiError(400, f"{name}={text!r} must be a whole number from 0 to {most}", "bad_parameter")
         return int(text)
 
+    def user_arg(self) -> str:
+        """Query parameter ``user``: one id component, as Iris's users are (400 otherwise)."""
+        text = self.get_query_argument("user", "")
+        try:
+            return resolve_user(text)
+        except ValueError:
+            raise ApiError(400, f"user={text!r} must be one user name: non-empty, without '/' or spaces",
+                           "bad_parameter") from None
+
     def choice_arg(self, name: str, default: str, choices: tuple[str, ...]) -> str:
         """Query parameter ``name``, one of ``choices`` (400 otherwise)."""
         text = self.get_query_argument(name, "") or default
@@ -172,7 +181,7 @@ class StatusHandler(FrayHandler):
         except ValueError:
             user = None
         self.reply(contract.ControllerStatus(url=status.url, reachable=status.reachable, error=status.error, user=user,
-                                             cluster=status.cluster))
+                                             cluster=status.cluster, dashboard_url=status.dashboard_url))
 
 
 class ClustersHandler(FrayHandler):
@@ -202,10 +211,11 @@ class ClustersHandler(FrayHandler):
 
 
 class JobsHandler(FrayHandler):
-    """``GET /fray/jobs?scope=&parent=&state=&name=&sort=&order=&offset=&limit=``: one page of jobs,
-    newest first by default, with ``total`` (matches before paging) and ``has_more``. ``scope`` is
-    Iris's: ``all`` (default), ``roots`` (no parent) or ``children`` (of ``parent``, which it
-    needs and only it takes)."""
+    """``GET /fray/jobs?scope=&parent=&user=&state=&name=&sort=&order=&offset=&limit=``: one page of
+    jobs, newest first by default, with ``total`` (matches before paging) and ``has_more``. ``scope``
+    is Iris's: ``all`` (default), ``roots`` (no parent) or ``children`` (of ``parent``, which it
+    needs and only it takes). ``user`` keeps one user's jobs, Iris's way (``job_id_prefix="/<user>/"``);
+    none: everyone's. ``name`` and ``state`` filter on the controller, before paging."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
@@ -220,11 +230,24 @@ class JobsHandler(FrayHandler):
         offset = self.int_arg("offset", 0, most=MAX_LIST_JOBS_OFFSET)  # a controller refuses deeper pages
         limit = self.int_arg("limit", 50, most=MAX_LIST_JOBS_LIMIT) or 50
         name = self.get_query_argument("name", "")
+        user = self.user_arg() if self.get_query_argument("user", "") else None  # None: everyone's
         page = await self.call(lambda client: client.list(
-            user=None, name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit,
+            user=user, name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit,
             scope=scope, parent=parent))
         self.reply(contract.JobPage(jobs=[serialize.job_json(job) for job in page.jobs], total=page.total,
                                     has_more=page.has_more))
+
+
+class UsersHandler(FrayHandler):
+    """``GET /fray/users``: every user with work (or a budget) on the controller, the busiest first,
+    with their unfinished jobs and those jobs' tasks counted by state (Iris's ``ListUsers``)."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        users = await self.call(lambda client: client.users())
+        self.reply(contract.UserList(users=[
+            contract.UserSummary(user=summary.user, job_state_counts=dict(summary.job_state_counts),
+                                 task_state_counts=dict(summary.task_state_counts)) for summary in users]))
 
 
 class JobHandler(FrayHandler):

@@ -38,13 +38,15 @@ report trouble quickly, not hang."""
 @dataclass(frozen=True)
 class LinkStatus:
     """What ``GET /fray/status`` reports: the controller's URL (``""`` when none is configured or
-    running), whether it answered, the client's one-line error when it did not, and the named
-    cluster it is on (None: the embedded controller or a URL)."""
+    running), whether it answered, the client's one-line error when it did not, the named
+    cluster it is on (None: the embedded controller or a URL) and the origin of that cluster's
+    own Iris dashboard (``NamedCluster.dashboard_url``; None off a named cluster)."""
 
     url: str
     reachable: bool
     error: str | None
     cluster: str | None = None
+    dashboard_url: str | None = None
 
 
 class ControllerLink:
@@ -102,11 +104,12 @@ class ControllerLink:
             client = self.client(start=start)
         except FrayError as error:  # none configured or running, or the one started did not come up
             return LinkStatus("", False, str(error), name)
+        dashboard = client.cluster.dashboard_url if client.cluster is not None else None
         try:
             self.run(lambda c: c.list(limit=1))
         except FrayError as error:
-            return LinkStatus(client.url, False, str(error), name)
-        return LinkStatus(client.url, True, None, name)
+            return LinkStatus(client.url, False, str(error), name, dashboard)
+        return LinkStatus(client.url, True, None, name, dashboard)
 
     def close(self) -> None:
         """Close the current client and every cluster's (at server shutdown)."""

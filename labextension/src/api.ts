@@ -19,7 +19,8 @@ import type {
   IJobOutputs,
   IJobPage,
   IJobQuery,
-  ILogPage
+  ILogPage,
+  IUserList
 } from './types';
 
 /** A failed call: `status` 0 when the Jupyter server did not answer at all. */
@@ -82,6 +83,11 @@ export function listJobs(query: IJobQuery = {}, start = false): Promise<IJobPage
     }
   }
   return request<IJobPage>(['jobs'], {}, params);
+}
+
+/** Every user with work on the controller (Iris's `ListUsers`), the busiest first. */
+export function listUsers(): Promise<IUserList> {
+  return request<IUserList>(['users']);
 }
 
 /** A job and its tasks. */

@@ -1,7 +1,7 @@
 /**
  * Numbers and times as the sidebar shows them. Pure, unit-tested.
  */
-import type { IJob } from './types';
+import type { IJob, IRetryLimits, ITask } from './types';
 
 /** `75_000` → `"1m 15s"`; `3_900_000` → `"1h 5m"`; under a second → `"0s"`. */
 export function formatDuration(ms: number): string {
@@ -69,4 +69,29 @@ export function resourcesText(job: Pick<IJob, 'cpu_millicores' | 'memory_bytes' 
     parts.push(job.device);
   }
   return parts.join(' · ');
+}
+
+function plural(count: number, word: string): string {
+  return `${count} ${word}${count === 1 ? '' : 's'}`;
+}
+
+/** The job's failed attempts against `max_task_failures`, and its preemptions (the status panel's words):
+ * `"3 failed attempts (max_task_failures 2), 1 preemption"`. */
+export function jobRetriesText(
+  job: Pick<IJob, 'failure_count' | 'preemption_count'>,
+  limits: Pick<IRetryLimits, 'max_task_failures'>
+): string {
+  return `${plural(job.failure_count, 'failed attempt')} (max_task_failures ${limits.max_task_failures}), ${plural(job.preemption_count, 'preemption')}`;
+}
+
+/** What a task's attempts charged against the job's per-task limits (the status panel's words):
+ * `"2 failures (max_retries_failure 1), 0 preemptions (max_retries_preemption 100)"`. */
+export function taskRetriesText(
+  task: Pick<ITask, 'failure_count' | 'preemption_count'>,
+  limits: Pick<IRetryLimits, 'max_retries_failure' | 'max_retries_preemption'>
+): string {
+  return (
+    `${plural(task.failure_count, 'failure')} (max_retries_failure ${limits.max_retries_failure}), ` +
+    `${plural(task.preemption_count, 'preemption')} (max_retries_preemption ${limits.max_retries_preemption})`
+  );
 }

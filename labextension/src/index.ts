@@ -11,10 +11,17 @@
  * the controller (to clear the banner when it is back). Everything stands by while the browser tab is hidden,
  * and while the sidebar is hidden unless notifications are on. Only a refresh of the open sidebar may
  * start the embedded controller; the background ones (for notifications) just look for a running one.
- * Refreshes never overlap: one asked for during another runs once right after it.
+ * Refreshes never overlap: one asked for during another runs once right after it. A push names the
+ * jobs that changed (the embedded controller's feed names a child's parent too), so it re-reads only
+ * the children of those expanded parents; any other refresh re-reads every shown one.
+ *
+ * The view (whose jobs, which, the expanded parents) is kept per cluster in JupyterLab's state DB
+ * under `fray-jupyter:sidebar` and restored before the first refresh.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
+import { IStateDB } from '@jupyterlab/statedb';
+import type { ReadonlyPartialJSONValue } from '@lumino/coreutils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 
@@ -27,6 +34,8 @@ import { PushStream } from './push';
 
 const PLUGIN_ID = 'fray-jupyter:plugin';
 const COMMAND = 'fray-jupyter:show-jobs';
+const STATE_KEY = 'fray-jupyter:sidebar';
+const SAVE_DELAY_MS = 500;
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
   <g class="jp-icon3" fill="#616161">
@@ -43,27 +52,49 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'Fray Jobs sidebar: every job on the Fray/Iris controller, with logs, cancel and notifications.',
   autoStart: true,
-  optional: [ISettingRegistry, ILayoutRestorer, ICommandPalette],
+  optional: [ISettingRegistry, ILayoutRestorer, ICommandPalette, IStateDB],
   activate: (
     app: JupyterFrontEnd,
     settingRegistry: ISettingRegistry | null,
     restorer: ILayoutRestorer | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    state: IStateDB | null
   ) => {
     const model = new JobsModel();
+    const restored: Promise<void> = state
+      ? state.fetch(STATE_KEY).then(
+          value => model.listing.restore(value),
+          reason => console.warn('fray-jupyter: cannot read the saved sidebar view', reason)
+        )
+      : Promise.resolve();
+    let saveTimer = 0;
+    model.listing.changedView.connect(() => {
+      window.clearTimeout(saveTimer);
+      saveTimer = window.setTimeout(() => {
+        void state
+          ?.save(STATE_KEY, model.listing.saved() as unknown as ReadonlyPartialJSONValue)
+          .catch(reason => console.warn('fray-jupyter: cannot save the sidebar view', reason));
+      }, SAVE_DELAY_MS);
+    });
     let notifications = true;
     let running: Promise<boolean> | null = null;
     let again = false;
-    const refresh = (): Promise<boolean> => {
+    /** Refresh; `changed`: the jobs a push named (absent: anything may have changed). */
+    const refresh = (changed: readonly string[] | null = null): Promise<boolean> => {
+      model.listing.invalidate(changed);
+      return run();
+    };
+    const run = (): Promise<boolean> => {
       if (running !== null) {
         again = true;
         return running;
       }
-      running = model.refresh(panel.isVisible).finally(() => {
+      const visible = panel.isVisible;
+      running = restored.then(() => model.refresh(visible, visible)).finally(() => {
         running = null;
         if (again) {
           again = false;
-          void refresh();
+          void run();
         }
       });
       return running;
@@ -82,7 +113,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       wanted: () => panel.isVisible || notifications,
       onEvent: event => {
         if (event.kind === 'changed') {
-          void refresh();
+          void refresh(event.source === 'feed' && event.jobIds.length ? event.jobIds : null);
         }
       },
       onState: connected => {
@@ -98,7 +129,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       model.connectionError === null &&
       (push.source === 'feed' || (push.source === 'poll' && model.open === null));
     const poll = new BackoffPoll({
-      refresh,
+      refresh: () => refresh(),
       backoff: DEFAULT_BACKOFF,
       paused: () => (!panel.isVisible && !notifications) || pushed()
     });

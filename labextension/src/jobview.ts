@@ -1,15 +1,20 @@
 /**
- * The open job: what it is, its tasks, its live log (`logview.ts`), and Cancel (after a
- * confirmation dialog). Rendered from `JobsModel.open`.
+ * The open job: what it is (a child names its parent, as a link), why it waits or failed, its
+ * failures against the job's limits, its child jobs, its tasks (`taskview.ts`), its live log
+ * (`logview.ts`), and Cancel (after a confirmation dialog). On a named cluster it links to the
+ * job's page on the cluster's own Iris dashboard. Rendered from `JobsModel.open`.
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
 import { getOutputText, outputFileUrl } from './api';
 import { badge, button, el } from './dom';
-import { formatAgo, formatBytes, formatDuration, jobDuration, progressText, resourcesText } from './format';
+import { formatAgo, formatBytes, formatDuration, jobDuration, jobRetriesText, progressText, resourcesText } from './format';
+import { dashboardJobUrl } from './links';
 import { LogView } from './logview';
 import type { IOpenJob, JobsModel } from './model';
-import type { IJob, ITaskOutputs } from './types';
+import { leafName, taskBar } from './rows';
+import { taskRows } from './taskview';
+import type { IJob, IRetryLimits, ITaskOutputs } from './types';
 
 /** Output files shown inline: images (as `<img>`, never as a page) up to 4 MiB, text up to 256 KiB. */
 const IMAGE = /\.(png|jpe?g|gif|webp|svg)$/i;
@@ -21,7 +26,7 @@ const MAX_INLINE_TEXT = 256 * 2 ** 10;
 export async function confirmCancel(job: IJob): Promise<boolean> {
   const result = await showDialog({
     title: 'Cancel job?',
-    body: `Cancel “${job.name}” (${job.job_id})? Its running tasks are stopped; this cannot be undone.`,
+    body: `Cancel “${leafName(job.job_id)}” (${job.job_id})? Its running tasks are stopped; this cannot be undone.`,
     buttons: [Dialog.cancelButton({ label: 'Keep running' }), Dialog.warnButton({ label: 'Cancel job' })]
   });
   return result.button.accept;
@@ -40,12 +45,22 @@ export class JobView {
     this._cancel = button('Cancel job', () => void this._onCancel(), { className: 'fj-Button fj-Button-warn' });
     this._title = el('h3', { className: 'fj-JobView-title' });
     this._badge = el('span');
+    this._parent = el('p', { className: 'fj-JobView-parent' });
+    this._dashboard = el('a', {
+      className: 'fj-Link',
+      text: 'Open on the Iris dashboard ↗',
+      attrs: { target: '_blank', rel: 'noopener noreferrer' }
+    });
     this._facts = el('dl', { className: 'fj-Facts' });
     this._tasks = el('tbody');
     this.node.append(
       el('div', { className: 'fj-JobView-bar', children: [this._back, this._cancel] }),
       el('div', { className: 'fj-JobView-head', children: [this._title, this._badge] }),
+      this._parent,
       this._facts,
+      this._dashboard,
+      this._childrenHead,
+      this._children,
       el('h4', { text: 'Tasks' }),
       el('table', {
         className: 'fj-Tasks',
@@ -53,7 +68,7 @@ export class JobView {
           el('thead', {
             children: [
               el('tr', {
-                children: ['#', 'State', 'Attempt', 'Exit', 'Note'].map(h => el('th', { text: h, attrs: { scope: 'col' } }))
+                children: ['#', 'State', 'Attempts', 'Exit', 'Note'].map(h => el('th', { text: h, attrs: { scope: 'col' } }))
               })
             ]
           }),
@@ -74,27 +89,62 @@ export class JobView {
     const { job, tasks } = open;
     const sameJob = this._jobId === job.job_id;
     this._jobId = job.job_id;
-    this._title.textContent = job.name;
+    this._title.textContent = leafName(job.job_id);
     this._title.title = job.job_id;
     this._badge.replaceChildren(badge(job.state));
     this._cancel.disabled = job.terminal || this._cancelling;
     this._cancel.title = job.terminal ? 'The job has finished' : 'Stop every task of this job';
-    this._renderFacts(job);
-    this._tasks.replaceChildren(
-      ...tasks.map(task =>
-        el('tr', {
+    this._renderFacts(job, open.limits);
+    this._renderLinks(job);
+    this._renderChildren(open);
+    this._tasks.replaceChildren(...taskRows(tasks, open.limits, this._tasks, job.status_message));
+    this._renderOutputs(open, sameJob);
+    this._log.show(open.log, job.terminal);
+  }
+
+  /** "parent: …" (opens the parent) for a child job; the Iris dashboard's page on a named cluster. */
+  private _renderLinks(job: IJob): void {
+    this._parent.hidden = !job.parent_job_id;
+    if (job.parent_job_id) {
+      const parent = job.parent_job_id;
+      this._parent.replaceChildren(
+        'parent: ',
+        button(parent, () => void this.model.openJob(parent), {
+          className: 'fj-Link fj-ParentLink',
+          attrs: { 'aria-label': `Open the parent job ${parent}`, title: 'Open the parent job' }
+        })
+      );
+    }
+    const origin = this.model.status?.dashboard_url ?? null;
+    this._dashboard.hidden = origin === null;
+    if (origin !== null) {
+      this._dashboard.href = dashboardJobUrl(origin, job.job_id);
+    }
+  }
+
+  /** The job's first child jobs, oldest first, each opening itself (the list's ▸ shows them all). */
+  private _renderChildren(open: IOpenJob): void {
+    const children = open.children;
+    this._childrenHead.hidden = this._children.hidden = children === null;
+    if (children === null) {
+      return;
+    }
+    this._childrenHead.textContent =
+      children.total > children.jobs.length ? `Child jobs (${children.jobs.length} of ${children.total})` : `Child jobs (${children.total})`;
+    this._children.replaceChildren(
+      ...children.jobs.map(child =>
+        el('li', {
           children: [
-            el('td', { text: task.index === null ? task.task_id : String(task.index) }),
-            el('td', { children: [badge(task.state)] }),
-            el('td', { text: String(task.attempt) }),
-            el('td', { text: task.finished_ms !== null ? String(task.exit_code) : '' }),
-            el('td', { className: 'fj-Wrap', text: task.error || task.pending_reason })
+            button(leafName(child.job_id), () => void this.model.openJob(child.job_id), {
+              className: 'fj-Link fj-ChildLink',
+              attrs: { 'data-job-id': child.job_id, title: child.job_id }
+            }),
+            badge(child.state),
+            taskBar(child)
           ]
         })
       )
     );
-    this._renderOutputs(open, sameJob);
-    this._log.show(open.log, job.terminal);
   }
 
   /** The files each task wrote (once the job has ended): name and size; images and text inline. */
@@ -152,7 +202,7 @@ export class JobView {
     return count > 1 ? [el('p', { text: `Task ${index}` }), list] : [list];
   }
 
-  private _renderFacts(job: IJob): void {
+  private _renderFacts(job: IJob, limits: IRetryLimits): void {
     const now = this.now();
     const duration = jobDuration(job, now);
     const facts: [string, string][] = [
@@ -167,9 +217,7 @@ export class JobView {
     if (duration !== null) {
       facts.push([job.terminal ? 'Ran for' : 'Running for', formatDuration(duration)]);
     }
-    if (job.failure_count || job.preemption_count) {
-      facts.push(['Failures', `${job.failure_count} failed · ${job.preemption_count} preempted`]);
-    }
+    facts.push(['Failures', jobRetriesText(job, limits)]);
     if (job.terminal && job.state !== 'succeeded' && job.exit_code) {
       facts.push(['Exit code', String(job.exit_code)]);
     }
@@ -204,6 +252,10 @@ export class JobView {
   private _cancel: HTMLButtonElement;
   private _title: HTMLHeadingElement;
   private _badge: HTMLSpanElement;
+  private _parent: HTMLParagraphElement;
+  private _dashboard: HTMLAnchorElement;
+  private _childrenHead = el('h4');
+  private _children = el('ul', { className: 'fj-Children', attrs: { 'aria-label': 'Child jobs' } });
   private _facts: HTMLDListElement;
   private _tasks: HTMLTableSectionElement;
   private _log = new LogView();

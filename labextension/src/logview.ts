@@ -39,7 +39,7 @@ const LEVELS: [string, string][] = [
 ];
 
 /** The DOM of one span of a line (text only through `textContent`). */
-function spanNode(span: ISpan): HTMLElement | Text {
+export function spanNode(span: ISpan): HTMLElement | Text {
   if (!span.href && !span.classes.length && !span.style) {
     return document.createTextNode(span.text);
   }

@@ -1,28 +1,36 @@
 /**
- * The sidebar's state, refreshed by one poll: the controller connection, the listed page of jobs
- * (with the user's filters), the open job with its tasks and followed log, and the watcher that
- * turns "reached a terminal state" into notifications. Views read it and listen to `changed`.
+ * The sidebar's state, refreshed by one poll: the controller connection, the listed jobs
+ * (`listing.ts`: whose, which, the tree under them), the open job with its tasks, child jobs and
+ * followed log, and the watcher that turns "reached a terminal state" into notifications. Views
+ * read it and listen to `changed`.
  *
- * Rule: a connection problem (HTTP 0/502/503/504) sets `connectionError` and keeps the last data
- * on screen behind a banner; any other failure of a refresh is shown as `actionError`.
+ * Rules:
+ * - A connection problem (HTTP 0/502/503/504) sets `connectionError` and keeps the last data on
+ *   screen behind a banner; any other failure of a refresh is shown as `actionError`.
+ * - While the controller is not known to answer, a refresh asks `GET /fray/status` first (an
+ *   answer, not an error, when none runs) and lists nothing until it answers: a page whose
+ *   sidebar only watches for notifications never meets a 503 (which browsers log as errors).
+ * - Notifications watch the current user's newest root jobs (a coordinator's end notifies, not
+ *   each of its steps').
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { FrayApiError, cancelJob, getJob, getOutputs, getStatus, listJobs } from './api';
 import { fingerprint, JobWatcher } from './changes';
+import { JobListing } from './listing';
 import { LogFeed } from './logfeed';
-import type { IControllerStatus, IJob, IJobPage, ITask, ITaskOutputs } from './types';
+import { PAGE_SIZE } from './scope';
+import type { IControllerStatus, IJob, ITask, ITaskOutputs, IRetryLimits } from './types';
 
-export const PAGE_SIZE = 50;
-
-export interface IFilters {
-  state: string;
-  name: string;
-}
+/** Child jobs shown in an open job's detail (the list's tree shows them all). */
+export const DETAIL_CHILDREN = 50;
 
 export interface IOpenJob {
   job: IJob;
   tasks: ITask[];
+  limits: IRetryLimits;
+  /** Its first `DETAIL_CHILDREN` child jobs, oldest first, and how many it has (null: none). */
+  children: { jobs: IJob[]; total: number } | null;
   /** Its log, read page by page (`logfeed.ts`); each refresh reads the rows written since. */
   log: LogFeed;
   /** What each task wrote under `$IRIS_OUTPUT_DIR`, read once the job has ended (null before). */
@@ -43,6 +51,15 @@ async function outputsOf(job: IJob): Promise<[ITaskOutputs[] | null, string]> {
   }
 }
 
+/** The open job's child jobs (null when the controller says it has none). */
+async function childrenOf(job: IJob): Promise<IOpenJob['children']> {
+  if (!job.has_children) {
+    return null;
+  }
+  const page = await listJobs({ scope: 'children', parent: job.job_id, sort: 'date', order: 'asc', limit: DETAIL_CHILDREN });
+  return { jobs: page.jobs, total: page.total };
+}
+
 export class JobsModel {
   constructor(now: () => number = Date.now) {
     this.watcher = new JobWatcher(now());
@@ -52,10 +69,13 @@ export class JobsModel {
   status: IControllerStatus | null = null;
   connectionError: string | null = null;
   actionError: string | null = null;
-  page: IJobPage | null = null;
-  filters: IFilters = { state: '', name: '' };
-  offset = 0;
+  readonly listing = new JobListing();
   open: IOpenJob | null = null;
+
+  /** The current user, as the server resolves it (null: it cannot tell). */
+  get me(): string | null {
+    return this.status?.user ?? null;
+  }
 
   /** Emits after every refresh or user action that changed what is shown. */
   get changed(): ISignal<this, void> {
@@ -67,24 +87,29 @@ export class JobsModel {
     return this._finished;
   }
 
-  get filtered(): boolean {
-    return this.filters.state !== '' || this.filters.name !== '' || this.offset > 0;
-  }
-
   /**
    * One refresh of everything shown; resolves to whether anything changed. `start`: let the server
-   * start the embedded controller if none runs (only while the user has the sidebar open).
+   * start the embedded controller if none runs (only while the user has the sidebar open);
+   * `visible`: the sidebar is shown (the tree's children are read only then).
    */
-  async refresh(start = false): Promise<boolean> {
+  async refresh(start = false, visible = true): Promise<boolean> {
     const before = this._snapshot();
     try {
       if (this.status === null || this.connectionError !== null) {
         this.status = await getStatus(start);
         this.watcher.user = this.status.user;
+        this.listing.useCluster(this.status.cluster ?? '');
+        if (!this.status.reachable) {
+          throw new FrayApiError(this.status.error || 'the controller does not answer', 503, 'controller_unreachable');
+        }
       }
-      const page = await listJobs({ ...this.filters, offset: this.offset, limit: PAGE_SIZE }, start);
-      const recent = this.filtered ? (await listJobs({ limit: PAGE_SIZE })).jobs : page.jobs;
-      this.page = page;
+      const me = this.me;
+      const watched = this.listing.showsRecent(me)
+        ? null
+        : listJobs({ scope: 'roots', ...(me ? { user: me } : {}), limit: PAGE_SIZE }); // at the same time
+      watched?.catch(() => undefined); // handled below, unless the page's own read fails first
+      const page = await this.listing.refresh(me, start, visible);
+      const recent = watched === null ? page.jobs : (await watched).jobs;
       this.connectionError = null;
       const done = this.watcher.update(recent);
       if (this.open !== null) {
@@ -106,9 +131,8 @@ export class JobsModel {
   /** The server was switched to another cluster: forget what was shown (the next refresh reloads it). */
   clusterSwitched(): void {
     this.status = null;
-    this.page = null;
+    this.listing.forget();
     this.open = null;
-    this.offset = 0;
     this.connectionError = null;
     this.actionError = null;
     this._changed.emit();
@@ -120,14 +144,31 @@ export class JobsModel {
     this._changed.emit();
   }
 
-  setFilters(filters: Partial<IFilters>): void {
-    this.filters = { ...this.filters, ...filters };
-    this.offset = 0;
-    this._changed.emit();
+  /** Expand or collapse a parent in the list; shows its children once they are read. */
+  async toggle(jobId: string): Promise<void> {
+    const reading = this.listing.toggle(jobId);
+    this._changed.emit(); // the ▾ and a "loading" row at once
+    await this._tree(reading);
   }
 
-  setOffset(offset: number): void {
-    this.offset = Math.max(0, offset);
+  /** The next page of a parent's children. */
+  async more(parent: string): Promise<void> {
+    await this._tree(this.listing.tree.more(parent));
+  }
+
+  /** Read a parent's children again (after a failed read). */
+  async retry(parent: string): Promise<void> {
+    this.listing.invalidate([parent]);
+    await this._tree(this.listing.tree.refresh(this.listing.page?.jobs ?? [], new Set([parent])));
+  }
+
+  /** Read the users the picker offers (a failure is shown, the last list kept). */
+  async loadUsers(): Promise<void> {
+    try {
+      await this.listing.loadUsers();
+    } catch (error) {
+      this._fail(error);
+    }
     this._changed.emit();
   }
 
@@ -135,10 +176,11 @@ export class JobsModel {
   async openJob(jobId: string): Promise<void> {
     try {
       const detail = await getJob(jobId);
+      const children = await childrenOf(detail.job);
       const log = new LogFeed(jobId);
       await log.open();
       const [outputs, outputsError] = await outputsOf(detail.job);
-      this.open = { ...detail, log, outputs, outputsError };
+      this.open = { ...detail, children, log, outputs, outputsError };
       this.actionError = null;
     } catch (error) {
       this._fail(error);
@@ -168,12 +210,18 @@ export class JobsModel {
   private async _refreshOpen(open: IOpenJob): Promise<void> {
     const id = open.job.job_id;
     const detail = await getJob(id);
+    const children = await childrenOf(detail.job);
     await open.log.poll();
     const [outputs, outputsError] = open.outputs === null ? await outputsOf(detail.job) : [open.outputs, open.outputsError];
     if (this.open?.job.job_id !== id) {
       return; // closed or switched meanwhile
     }
-    this.open = { ...detail, log: open.log, outputs, outputsError };
+    this.open = { ...detail, children, log: open.log, outputs, outputsError };
+  }
+
+  private async _tree(reading: Promise<void>): Promise<void> {
+    await reading;
+    this._changed.emit();
   }
 
   private _fail(error: unknown): void {
@@ -191,9 +239,9 @@ export class JobsModel {
       this.connectionError ?? '',
       this.actionError ?? '',
       this.status?.url ?? '',
-      this.page ? `${this.page.total}\n${fingerprint(this.page.jobs)}` : '-',
+      this.listing.fingerprint(),
       open
-        ? `${open.job.state}|${open.job.completed}|${open.log.version}|${open.tasks.map(t => t.state).join(',')}|${open.outputs?.length ?? '-'}`
+        ? `${open.job.state}|${open.job.completed}|${open.log.version}|${open.tasks.map(t => `${t.state}:${t.attempts}:${t.status_summary}`).join(',')}|${open.outputs?.length ?? '-'}|${open.children ? fingerprint(open.children.jobs) : '-'}`
         : '-'
     ].join('\n#\n');
   }

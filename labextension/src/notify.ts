@@ -5,6 +5,7 @@
 import { Notification } from '@jupyterlab/apputils';
 
 import { badgeFor } from './badges';
+import { leafName } from './rows';
 import type { IJob } from './types';
 
 /** Auto-close after this many ms (failures stay until dismissed). */
@@ -12,7 +13,7 @@ export const NOTIFICATION_MS = 8000;
 
 export function notifyFinished(job: IJob, show: (jobId: string) => void): string {
   const { label, tone } = badgeFor(job.state);
-  const message = `Fray job ${job.name} ${label}${job.error ? `: ${job.error}` : ''}`;
+  const message = `Fray job ${leafName(job.job_id)} ${label}${job.error ? `: ${job.error}` : ''}`;
   const options = {
     autoClose: tone === 'success' ? NOTIFICATION_MS : (false as const),
     actions: [{ label: 'Show', caption: `Show ${job.job_id} in Fray Jobs`, callback: () => show(job.job_id) }]

@@ -1,21 +1,24 @@
 /**
- * The "Fray Jobs" sidebar: filters, a connection banner, the job list, paging, and the open job.
- * Every job on the controller is listed, whoever submitted it. Rows are buttons (Tab / Enter);
- * all job-provided text is set as text.
+ * The "Fray Jobs" sidebar: whose jobs and which (`filters.ts`), a connection banner, the job list
+ * (a windowed tree, `vlist.ts` + `rows.ts`), paging, and the open job. By default it lists the
+ * current user's root jobs, Iris's way; each ▸ lists a job's children under it. All job-provided
+ * text is set as text.
  */
 import type { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
-import { JOB_STATES, badgeFor } from './badges';
-import { badge, button, el } from './dom';
-import { formatAgo, formatDuration, jobDuration, progressText } from './format';
 import { ClusterSwitcher } from './clusters';
+import { button, el } from './dom';
+import { ListControls } from './filters';
 import { JobView } from './jobview';
-import { JobsModel, PAGE_SIZE } from './model';
-import type { IJob } from './types';
-
-const NAME_DEBOUNCE_MS = 300;
+import { JobsModel } from './model';
+import { ROW_PX, treeRowKey, treeRowNode } from './rows';
+import type { IRowContext } from './rows';
+import { isFiltered, listTitle, MAX_LIST_OFFSET, PAGE_SIZE, pastDeepestPage } from './scope';
+import type { IView } from './scope';
+import type { TreeRow } from './tree';
+import { WindowedList } from './vlist';
 
 export class JobsPanel extends Widget {
   constructor(
@@ -30,20 +33,10 @@ export class JobsPanel extends Widget {
     this.node.setAttribute('role', 'region');
     this.node.setAttribute('aria-label', 'Fray Jobs');
 
-    this._state = el('select', { attrs: { 'aria-label': 'Filter by state' } });
-    this._state.append(
-      el('option', { text: 'All states', attrs: { value: '' } }),
-      ...JOB_STATES.map(state => el('option', { text: badgeFor(state).label, attrs: { value: state } }))
+    this._controls = new ListControls(
+      view => this._setView(view),
+      () => void model.loadUsers()
     );
-    this._state.addEventListener('change', () => this._filter({ state: this._state.value }));
-    this._name = el('input', {
-      attrs: { type: 'search', placeholder: 'Filter by name', 'aria-label': 'Filter by name', spellcheck: 'false' }
-    });
-    this._name.addEventListener('input', () => {
-      window.clearTimeout(this._nameTimer);
-      this._nameTimer = window.setTimeout(() => this._filter({ name: this._name.value.trim() }), NAME_DEBOUNCE_MS);
-    });
-
     this._bannerText = el('p', { className: 'fj-Banner-detail' });
     this._banner = el('div', {
       className: 'fj-Banner',
@@ -55,11 +48,18 @@ export class JobsPanel extends Widget {
       ]
     });
     this._error = el('div', { className: 'fj-Error', attrs: { role: 'status' } });
-    this._list = el('ul', { className: 'fj-JobList', attrs: { 'aria-label': 'Jobs' } });
+    this._list = new WindowedList<TreeRow>({
+      rowPx: ROW_PX,
+      render: row => treeRowNode(row, this._rowContext),
+      key: treeRowKey,
+      label: 'Jobs'
+    });
+    this._heading = el('p', { className: 'fj-ListTitle', attrs: { 'aria-live': 'polite' } });
     this._empty = el('p', { className: 'fj-Empty' });
     this._summary = el('span', { className: 'fj-Muted' });
     this._newer = button('Newer', () => this._page(-1), { className: 'fj-Link' });
     this._older = button('Older', () => this._page(1), { className: 'fj-Link' });
+    this._deep = el('p', { className: 'fj-Muted fj-Wrap' });
     this._controller = el('p', { className: 'fj-Muted fj-Controller' });
     this._jobView = new JobView(model, now);
     this._clusters = new ClusterSwitcher(
@@ -73,10 +73,12 @@ export class JobsPanel extends Widget {
     this._listView = el('div', {
       className: 'fj-ListView',
       children: [
-        el('div', { className: 'fj-Filters', children: [this._state, this._name] }),
-        this._list,
+        this._controls.node,
+        this._heading,
+        this._list.node,
         this._empty,
-        el('div', { className: 'fj-Pager', children: [this._newer, this._summary, this._older] })
+        el('div', { className: 'fj-Pager', children: [this._newer, this._summary, this._older] }),
+        this._deep
       ]
     });
     this.node.append(
@@ -120,19 +122,35 @@ export class JobsPanel extends Widget {
   }
 
   dispose(): void {
-    window.clearTimeout(this._nameTimer);
+    this._controls.dispose();
+    this._list.dispose();
     this.model.changed.disconnect(this._render, this);
     super.dispose();
   }
 
-  private _filter(filters: { state?: string; name?: string }): void {
-    this.model.setFilters(filters);
+  private _setView(view: Partial<IView>): void {
+    this.model.listing.setView(view);
+    this._list.scrollToTop();
+    this._render();
     this.onRefresh();
   }
 
   private _page(direction: number): void {
-    this.model.setOffset(this.model.offset + direction * PAGE_SIZE);
-    this.onRefresh();
+    this._setView({ offset: Math.min(MAX_LIST_OFFSET, Math.max(0, this.model.listing.view.offset + direction * PAGE_SIZE)) });
+  }
+
+  private get _rowContext(): IRowContext {
+    const model = this.model;
+    return {
+      now: this.now(),
+      me: model.me,
+      flat: isFiltered(model.listing.view),
+      dashboard: model.status?.dashboard_url ?? null,
+      onOpen: jobId => void model.openJob(jobId),
+      onToggle: jobId => void model.toggle(jobId),
+      onMore: parent => void model.more(parent),
+      onRetry: parent => void model.retry(parent)
+    };
   }
 
   private _render(): void {
@@ -157,65 +175,43 @@ export class JobsPanel extends Widget {
   }
 
   private _renderList(): void {
-    const { page, offset } = this.model;
+    const { listing, me } = this.model;
+    const { page, view } = listing;
     const jobs = page?.jobs ?? [];
-    const focused = (document.activeElement as HTMLElement | null)?.dataset?.jobId;
-    this._list.replaceChildren(...jobs.map(job => el('li', { children: [this._row(job)] })));
-    if (focused) {
-      this._list.querySelector<HTMLElement>(`[data-job-id="${CSS.escape(focused)}"]`)?.focus();
-    }
+    this._controls.render(view, me, listing.users);
+    this._list.setItems(listing.rows);
+    const stale = listing.stale(me);
+    this._list.node.classList.toggle('fj-Stale', stale);
+    this._list.node.setAttribute('aria-busy', String(stale));
+    const filtered = isFiltered(view);
+    this._heading.textContent = `${listTitle(view, me)}${view.name ? ` “${view.name}”` : ''}${view.state ? ` (${view.state})` : ''}`;
     this._empty.hidden = jobs.length > 0 || page === null;
-    this._empty.textContent = this.model.filtered
+    this._empty.textContent = filtered
       ? 'No jobs match these filters.'
-      : 'No jobs yet. Submit one from a notebook (%%fray, or client.submit(plan)) and it appears here.';
-    this._newer.hidden = offset === 0;
-    this._older.hidden = !page?.has_more;
-    this._summary.textContent = page && page.total ? `${offset + 1}–${offset + jobs.length} of ${page.total}` : '';
+      : view.who === 'mine'
+        ? 'No jobs of yours yet. Submit one from a notebook (%%fray, or client.submit(plan)) and it appears here.'
+        : 'No jobs.';
+    this._newer.hidden = view.offset === 0;
+    const deepest = page?.has_more === true && pastDeepestPage(view.offset);
+    this._older.hidden = !page?.has_more || deepest;
+    this._summary.textContent = page && page.total ? `${view.offset + 1}–${view.offset + jobs.length} of ${page.total.toLocaleString()}` : '';
+    this._deep.hidden = !deepest;
+    this._deep.textContent = deepest
+      ? `Iris pages no deeper than ${MAX_LIST_OFFSET.toLocaleString()} jobs: search by name or filter by state to reach older ones.`
+      : '';
   }
 
-  private _row(job: IJob): HTMLButtonElement {
-    const now = this.now();
-    const duration = jobDuration(job, now);
-    const when = [
-      job.submitted_ms !== null ? `submitted ${formatAgo(job.submitted_ms, now)}` : '',
-      duration !== null ? `${job.terminal ? 'ran' : 'running'} ${formatDuration(duration)}` : ''
-    ].filter(Boolean);
-    const progress = el('progress', {
-      className: 'fj-Progress',
-      attrs: { max: String(Math.max(job.replicas, 1)), value: String(job.completed), 'aria-label': progressText(job) }
-    });
-    const row = el('button', {
-      className: 'fj-JobRow',
-      attrs: { type: 'button', 'data-job-id': job.job_id, title: job.job_id },
-      children: [
-        el('span', {
-          className: 'fj-JobRow-top',
-          children: [el('span', { className: 'fj-JobRow-name', text: job.name }), badge(job.state)]
-        }),
-        el('span', {
-          className: 'fj-JobRow-meta',
-          text: `${job.replicas} ${job.replicas === 1 ? 'replica' : 'replicas'} · ${progressText(job)}${job.device !== 'cpu' ? ` · ${job.device}` : ''}`
-        }),
-        progress,
-        el('span', { className: 'fj-JobRow-meta', text: when.join(' · ') }),
-        job.error ? el('span', { className: 'fj-JobRow-error', text: job.error }) : null
-      ]
-    });
-    row.addEventListener('click', () => void this.model.openJob(job.job_id));
-    return row;
-  }
-
-  private _state: HTMLSelectElement;
-  private _name: HTMLInputElement;
-  private _nameTimer = 0;
+  private _controls: ListControls;
   private _banner: HTMLDivElement;
   private _bannerText: HTMLParagraphElement;
   private _error: HTMLDivElement;
-  private _list: HTMLUListElement;
+  private _list: WindowedList<TreeRow>;
+  private _heading: HTMLParagraphElement;
   private _empty: HTMLParagraphElement;
   private _summary: HTMLSpanElement;
   private _newer: HTMLButtonElement;
   private _older: HTMLButtonElement;
+  private _deep: HTMLParagraphElement;
   private _controller: HTMLParagraphElement;
   private _listView: HTMLDivElement;
   private _jobView: JobView;

@@ -111,6 +111,19 @@ export interface IControllerStatus {
   user: string | null;
   /** The named Marin cluster the server is on; null: the embedded controller (or a URL). */
   cluster: string | null;
+  /** The origin of that cluster's own Iris dashboard; null off a named cluster. */
+  dashboard_url: string | null;
+}
+
+export interface IUserSummary {
+  user: string;
+  job_state_counts: Record<string, number>;
+  task_state_counts: Record<string, number>;
+}
+
+/** `GET /fray/users`: every user with work on the controller, the busiest first. */
+export interface IUserList {
+  users: IUserSummary[];
 }
 
 export interface IClusterChoice {
@@ -137,6 +150,8 @@ export interface IJobQuery {
   name?: string;
   scope?: 'all' | 'roots' | 'children';
   parent?: string;
+  /** One user's jobs (Iris's `job_id_prefix="/<user>/"`); absent: everyone's. */
+  user?: string;
   sort?: 'date' | 'name' | 'state' | 'failures' | 'preemptions';
   order?: 'asc' | 'desc';
   offset?: number;

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { formatAgo, formatBytes, formatDuration, jobDuration, progressText, resourcesText } from '../src/format';
+import {
+  formatAgo,
+  formatBytes,
+  formatDuration,
+  jobDuration,
+  jobRetriesText,
+  progressText,
+  resourcesText,
+  taskRetriesText
+} from '../src/format';
 
 test('durations', () => {
   assert.equal(formatDuration(0), '0s');
@@ -32,4 +41,15 @@ test('progress and resources', () => {
   assert.equal(formatBytes(1.5 * 2 ** 30), '1.5 GiB');
   assert.equal(resourcesText({ cpu_millicores: 1000, memory_bytes: 2 ** 30, device: 'cpu' }), '1 core · 1 GiB RAM');
   assert.equal(resourcesText({ cpu_millicores: 4000, memory_bytes: 0, device: 'v5p-8' }), '4 cores · v5p-8');
+});
+
+test('failures against the limits read as the status panel reads them', () => {
+  assert.equal(
+    jobRetriesText({ failure_count: 3, preemption_count: 1 }, { max_task_failures: 2 }),
+    '3 failed attempts (max_task_failures 2), 1 preemption'
+  );
+  assert.equal(
+    taskRetriesText({ failure_count: 1, preemption_count: 0 }, { max_retries_failure: 1, max_retries_preemption: 100 }),
+    '1 failure (max_retries_failure 1), 0 preemptions (max_retries_preemption 100)'
+  );
 });

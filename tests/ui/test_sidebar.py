@@ -211,3 +211,29 @@ def test_the_open_job_lists_its_output_files_with_images_and_text_inline(
     page.wait_for_function("img => img.complete && img.naturalWidth === 20", arg=image.element_handle())
     outputs.nth(0).get_by_role("button", name="Show metrics.txt").click()
     expect(outputs.nth(0).locator("pre")).to_have_text("loss 0.25\n")
+
+
+def test_with_no_controller_the_background_poll_asks_the_status_and_logs_no_error(lab: Lab, page: Page) -> None:
+    """No controller runs (the server says so on ``/fray/status``, 200): the page's poll for
+    notifications (sidebar closed) asks the status again each time, never lists jobs, so the browser
+    logs no failed request on every poll."""
+    statuses: list[str] = []
+    listed: list[str] = []
+    console: list[str] = []
+    down = '{"url": "", "reachable": false, "error": "no Fray controller is running", "user": "alice", ' \
+           '"cluster": null, "dashboard_url": null}'
+
+    def status(route: Route) -> None:
+        statuses.append(route.request.url)
+        route.fulfill(status=200, content_type="application/json", body=down)
+
+    page.route("**/fray/status*", status)
+    page.on("request", lambda request: listed.append(request.url) if "/fray/jobs" in request.url else None)
+    page.on("console", lambda message: console.append(message.text) if message.type == "error" else None)
+    page.goto(f"{lab.url}/lab/workspaces/no-controller-{uuid.uuid4().hex[:6]}?token={lab.token}")
+    page.wait_for_function("() => window.jupyterapp?.restored")
+    deadline = time.monotonic() + 30
+    while len(statuses) < 3:
+        assert time.monotonic() < deadline, f"the background poll asked the status {len(statuses)} time(s) in 30 s"
+        page.wait_for_timeout(100)
+    assert listed == [] and not [text for text in console if "503" in text or "fray" in text.lower()]

@@ -1,0 +1,114 @@
+/**
+ * The open job's tasks, as much as the controller says about each: its state, attempts and exit
+ * code, why it waits or failed, and below it (when there is any) the status text it reports
+ * (Levanter's step, loss, ETA and W&B link: web addresses as links), the likely root cause of a
+ * failure (Iris's highlights, the exception line last and in bold), and every attempt — each retry
+ * is one — with what they charged against the job's limits. Everything job-provided is rendered
+ * as the log view renders a line (`ansi.ts`: colours kept, other escapes dropped, `http(s)`
+ * addresses as links opened in a new tab with `noopener`), never as HTML.
+ *
+ * Rule: what the user opened (a `<details>`) stays open across refreshes of the same job.
+ */
+import { isActive } from './badges';
+import { badge, el } from './dom';
+import { formatDuration, taskRetriesText } from './format';
+import { lineSpans } from './ansi';
+import { spanNode } from './logview';
+import type { IAttempt, IRetryLimits, ITask } from './types';
+
+/** `text` as a log line shows it (`ansi.ts`: colours, links, no raw escapes), line by line. */
+export function linkedText(text: string): DocumentFragment {
+  const fragment = document.createDocumentFragment();
+  text.split('\n').forEach((line, index) => {
+    fragment.append(...(index ? ['\n'] : []), ...lineSpans(line).map(spanNode));
+  });
+  return fragment;
+}
+
+function details(summary: string, key: string, open: ReadonlySet<string>, body: HTMLElement): HTMLDetailsElement {
+  const node = el('details', { className: 'fj-TaskMore', attrs: { 'data-key': key }, children: [el('summary', { text: summary }), body] });
+  node.open = open.has(key);
+  return node;
+}
+
+function attemptItem(attempt: IAttempt): HTMLLIElement {
+  const ran =
+    attempt.started_ms !== null && attempt.finished_ms !== null ? formatDuration(attempt.finished_ms - attempt.started_ms) : '';
+  return el('li', {
+    className: 'fj-Attempt',
+    children: [
+      el('span', { text: `#${attempt.attempt_id} ` }),
+      badge(attempt.state),
+      el('span', {
+        className: 'fj-Muted',
+        text: [attempt.finished_ms !== null ? ` exit ${attempt.exit_code}` : '', ran ? ` ran ${ran}` : '', attempt.worker_failure ? ' worker lost' : '']
+          .join('')
+      }),
+      attempt.error ? el('div', { className: 'fj-Wrap fj-Muted', text: attempt.error }) : null
+    ]
+  });
+}
+
+/** What is shown under a task's row: status text, root cause, attempts (empty: nothing to add). */
+function taskExtras(task: ITask, limits: IRetryLimits, open: ReadonlySet<string>): HTMLElement[] {
+  const extras: HTMLElement[] = [];
+  const label = task.index === null ? task.task_id : String(task.index);
+  if (task.status_summary || task.status_text) {
+    const summary = el('div', { className: 'fj-StatusText fj-Wrap' });
+    summary.append(linkedText(task.status_summary || task.status_text.split('\n')[0]));
+    extras.push(summary);
+    if (task.status_text && task.status_text.trim() !== task.status_summary.trim()) {
+      const full = el('pre', { className: 'fj-StatusText-full' });
+      full.append(linkedText(task.status_text));
+      extras.push(details('Full status', `status:${label}`, open, full));
+    }
+  }
+  if (task.root_cause.length) {
+    const lines = el('pre', { className: 'fj-RootCause', attrs: { 'aria-label': `Likely root cause, task ${label}` } });
+    task.root_cause.forEach((line, index) => {
+      const last = index === task.root_cause.length - 1;
+      const shown = linkedText(line);
+      lines.append(last ? el('strong', { children: [shown] }) : shown, last ? '' : '\n');
+    });
+    extras.push(el('div', { className: 'fj-RootCause-head', text: 'Likely cause' }), lines);
+  }
+  if (task.attempts > 1 || task.failure_count || task.preemption_count) {
+    const list = el('ol', { className: 'fj-Attempts', children: task.history.map(attemptItem) });
+    extras.push(details(`${task.attempts} attempts: ${taskRetriesText(task, limits)}`, `attempts:${label}`, open, list));
+  }
+  return extras;
+}
+
+/** The rows of the tasks table (each task's row, then one with its extras when it has any); a live
+ * task's controller note is shown when it says more than the job's own (`jobNote`). */
+export function taskRows(
+  tasks: readonly ITask[],
+  limits: IRetryLimits,
+  container: HTMLElement,
+  jobNote = ''
+): HTMLTableRowElement[] {
+  const open = new Set(
+    [...container.querySelectorAll<HTMLDetailsElement>('details[data-key]')].filter(d => d.open).map(d => d.dataset.key ?? '')
+  );
+  return tasks.flatMap(task => {
+    const note = el('td', { className: 'fj-Wrap' });
+    const own = isActive(task.state) && task.status_message !== jobNote ? task.status_message : '';
+    note.append(linkedText(task.error || task.pending_reason || own));
+    const row = el('tr', {
+      attrs: { 'data-task': String(task.index ?? task.task_id) },
+      children: [
+        el('td', { text: task.index === null ? task.task_id : String(task.index) }),
+        el('td', { children: [badge(task.state)] }),
+        el('td', { text: String(Math.max(task.attempts, 1)), attrs: { title: `current attempt #${task.attempt}` } }),
+        el('td', { text: task.finished_ms !== null ? String(task.exit_code) : '' }),
+        note
+      ]
+    });
+    const extras = taskExtras(task, limits, open);
+    if (!extras.length) {
+      return [row];
+    }
+    const cell = el('td', { className: 'fj-TaskExtras', attrs: { colspan: '5' }, children: extras });
+    return [row, el('tr', { className: 'fj-TaskExtrasRow', children: [cell] })];
+  });
+}

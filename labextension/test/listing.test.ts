@@ -1,0 +1,35 @@
+/**
+ * The listing keeps one view per cluster: switching clusters saves the current view and
+ * expanded parents and brings back the other cluster's (or the default), and a restored state DB
+ * value gives the current cluster its saved view.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { JobListing } from '../src/listing';
+
+test('each cluster has its own view and expanded parents', () => {
+  const listing = new JobListing();
+  let saves = 0;
+  listing.changedView.connect(() => saves++);
+  listing.setView({ who: 'everyone', name: 'eval' });
+  listing.tree.restore(['/alice/coord']);
+  assert.ok(saves > 0);
+  assert.equal(listing.useCluster('twin'), true);
+  assert.deepEqual([listing.view.who, listing.view.name, listing.tree.expanded], ['mine', '', []]);
+  listing.setView({ who: 'user', user: 'bob' });
+  assert.equal(listing.useCluster(''), true);
+  assert.deepEqual([listing.view.who, listing.view.name, listing.tree.expanded], ['everyone', 'eval', ['/alice/coord']]);
+  assert.equal(listing.useCluster(''), false);
+  const saved = listing.saved();
+  assert.deepEqual(Object.keys(saved.views).sort(), ['', 'twin']);
+  assert.equal(saved.views.twin.user, 'bob');
+
+  const again = new JobListing();
+  again.restore(JSON.parse(JSON.stringify(saved)));
+  assert.deepEqual([again.view.who, again.view.name, again.tree.expanded], ['everyone', 'eval', ['/alice/coord']]);
+  again.useCluster('twin');
+  assert.deepEqual([again.view.who, again.view.user], ['user', 'bob']);
+  again.restore('garbage');
+  assert.equal(again.view.who, 'user'); // nothing usable: the view stays
+});
