@@ -16,6 +16,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -47,11 +48,19 @@ class Diagnosis:
     status_texts: dict[str, StatusText] = field(default_factory=dict)
 
 
+def root_causes(client: FrayClient, tasks: Iterable[job_pb2.TaskStatus],
+                most: int = MAX_ROOT_CAUSE_TASKS) -> dict[str, tuple[str, ...]]:
+    """Task id → the controller's likely root-cause lines (``GetTaskStatus.root_cause_highlights``)
+    for the first ``most`` of ``tasks`` that ended FAILED or WORKER_FAILED, in the order given: one
+    call each."""
+    failed = [task.task_id for task in tasks if task.state in ROOT_CAUSE_STATES][:most]
+    return {task_id: tuple(client.task(task_id).root_cause_highlights) for task_id in failed}
+
+
 def diagnose(client: FrayClient, job_id: str) -> Diagnosis:
     """Read the job, its tasks, the failed ones' root causes and every task's status text."""
     answer = client.job(job_id)
     tasks = client.tasks(job_id)
-    failed = [task.task_id for task in tasks if task.state in ROOT_CAUSE_STATES][:MAX_ROOT_CAUSE_TASKS]
-    causes = {task_id: tuple(client.task(task_id).root_cause_highlights) for task_id in failed}
+    causes = root_causes(client, tasks)
     texts = client.status_texts([task.task_id for task in tasks], since_ms=answer.job.submitted_at.epoch_ms)
     return Diagnosis(answer.job, retry_limits(answer.request), tasks, causes, texts)
