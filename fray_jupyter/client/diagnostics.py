@@ -47,6 +47,11 @@ class Diagnosis:
     root_causes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     status_texts: dict[str, StatusText] = field(default_factory=dict)
 
+    @property
+    def details(self) -> dict[str, str]:
+        """Task id → the markdown detail of the status text it reported (what the panel shows)."""
+        return {task_id: text.detail_md for task_id, text in self.status_texts.items()}
+
 
 def root_causes(client: FrayClient, tasks: Iterable[job_pb2.TaskStatus],
                 most: int = MAX_ROOT_CAUSE_TASKS) -> dict[str, tuple[str, ...]]:
