@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import ipywidgets as widgets
 
 from fray_jupyter.client.errors import FrayError
-from fray_jupyter.client.logs import log_line, log_prefix
+from fray_jupyter.client.logs import log_line, log_prefix, log_text
 from fray_jupyter.iris.loglines import LEVELS
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.views.job import note_html
@@ -197,7 +197,7 @@ class LogBox(widgets.VBox):
         count = 0
         with partial.open("w", encoding="utf-8") as out:
             for page in self.client.log_pages(self.job_id):
-                out.write("".join(log_line(entry) + "\n" for entry in page.entries))
+                out.write(log_text(page.entries))
                 count += len(page.entries)
         partial.replace(path)
         return path, count
