@@ -281,6 +281,7 @@ class _Cache:
         self.verdicts: Expiring[tuple[str, bytes, str], Fit] = Expiring(most=MAX_VERDICTS)
 
     def clear(self) -> None:
+        """Forget every shape and verdict (the next ``fit`` asks the controller again)."""
         self.shapes.clear()
         self.verdicts.clear()
 
