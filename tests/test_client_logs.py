@@ -8,6 +8,7 @@ from fray_jupyter.client.logs import (
     from_fetch_logs,
     from_task_logs,
     log_line,
+    log_text,
     task_logs_request,
 )
 from fray_jupyter.iris.proto.controller_pb2 import Controller
@@ -18,6 +19,13 @@ def test_log_line_prefixes_the_task_and_a_retry_attempt() -> None:
     assert log_line(LogEntry(key="/alice/train/3:0", data="loss 0.1")) == "[3] loss 0.1"
     assert log_line(LogEntry(key="/alice/train/3:2", data="again")) == "[3:2] again"
     assert log_line(LogEntry(key="/alice/train/3", attempt_id=1, data="x")) == "[3:1] x"
+
+
+def test_a_saved_log_is_one_prefixed_line_per_row() -> None:
+    rows = [LogEntry(key="/alice/train/0:0", data="step 1"), LogEntry(key="/alice/train/eval/1:1", data="done")]
+    assert log_text(rows) == "[0] step 1\n[1:1] done\n"
+    assert log_text(rows, "/alice/train") == "[0] step 1\n[eval/1:1] done\n"  # a row below the job: its path
+    assert log_text([]) == ""
 
 
 def test_fetch_logs_rows_map_to_log_entries_of_the_job_only() -> None:

@@ -340,6 +340,7 @@ def test_unknown_job_is_404_with_a_message(api: Callable[..., Reply], shared: Co
     ("jobs", {"limit": "-1"}), ("jobs", {"limit": "1000"}), ("jobs", {"offset": "x"}), ("jobs", {"offset": "5001"}),
     ("jobs", {"scope": "tree"}), ("jobs", {"scope": "children"}), ("jobs", {"parent": "/alice/x"}),
     ("jobs", {"parent": "/alice/x", "scope": "roots"}), ("jobs", {"user": "a/b"}), ("jobs", {"user": "a b"}),
+    ("jobs", {"user": "bob", "scope": "children", "parent": "/alice/x"}),
     (job_path("/alice/x", "logs"), {"cursor": "-5"}), (job_path("/alice/x", "logs"), {"tail": "maybe"}),
     (job_path("/alice/x", "logs"), {"max_lines": "99999"}), (job_path("/alice/x", "logs"), {"before": "-1"}),
     (job_path("/alice/x", "logs"), {"min_level": "warn"}),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, plan
-from fray_jupyter.views.format import flops, index_ranges, size
+from fray_jupyter.views.format import counted, flops, index_ranges, size
 from fray_jupyter.views.text import render_json, render_text
 
 
@@ -17,6 +17,8 @@ def test_formatters() -> None:
     assert size(240518168576) == "224 GiB" and size(None) == "—"
     assert flops(3.672e15) == "3.67 PFLOP/s" and flops(None) == "—"
     assert index_ranges([0, 1, 2, 3, 5, 7, 8]) == "0-3, 5, 7-8" and index_ranges([]) == ""
+    assert (counted(1, "failure"), counted(0, "failure"), counted(2, "more child job")) == (
+        "1 failure", "0 failures", "2 more child jobs")
 
 
 def test_text_shows_every_section() -> None:

@@ -65,8 +65,11 @@ def test_pausing_freezes_the_box_and_jumping_to_latest_shows_what_came(client: F
     before = box.view.value
     assert box.fetch() == 3
     assert box.view.value == before and box.follow_button.description == "Jump to latest (3 new)"
+    paused_view = box.view
     box.follow_button.value = True
     assert "</span>tick 2" in box.view.value and box.follow_button.description == "Following"
+    assert box.view is not paused_view and paused_view.comm is None  # the view it replaced is closed, not leaked
+    assert box.children == (box.tools, box.view, box.note)
 
 
 def test_jump_to_traceback_shows_it_through_the_exception_line(client: FrayClient, failed_job: str) -> None:

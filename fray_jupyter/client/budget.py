@@ -10,17 +10,15 @@ one line saying why; with no controller at all (``client`` None) only the job's 
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Final, Protocol
 
+from fray_jupyter.client.cache import CACHE_SECONDS, Expiring
 from fray_jupyter.client.errors import FrayError
 from fray_jupyter.client.fit import PlanLike
 from fray_jupyter.iris.budget import BudgetPicture, budget_picture, user_of
 from fray_jupyter.iris.proto import controller_pb2
 
 C = controller_pb2.Controller
-CACHE_SECONDS: Final[float] = 10.0
 NO_CONTROLLER: Final[str] = "no controller answered"
 NOT_RUNNING: Final[str] = "no controller is running"
 
@@ -61,30 +59,8 @@ def _ask(client: BudgetSource, user: str) -> Answer:
     return budget, budget_note, state, state_note
 
 
-class _Cache:
-    """Per (controller URL, user), the two answers and when they were read."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._answers: dict[tuple[str, str], tuple[float, Answer]] = {}
-
-    def get(self, client: BudgetSource, user: str, max_age: float) -> Answer:
-        key = (client.url, user)
-        with self._lock:
-            cached = self._answers.get(key)
-        if cached is not None and time.monotonic() - cached[0] < max_age:
-            return cached[1]
-        answer = _ask(client, user)
-        with self._lock:
-            self._answers[key] = (time.monotonic(), answer)
-        return answer
-
-    def clear(self) -> None:
-        with self._lock:
-            self._answers.clear()
-
-
-CACHE: Final[_Cache] = _Cache()
+CACHE: Final[Expiring[tuple[str, str], Answer]] = Expiring()
+"""Per (controller URL, user), the two answers (``client.cache``)."""
 
 
 def budget(plan: PlanLike, client: BudgetSource | None, *, max_age: float = CACHE_SECONDS,
@@ -94,5 +70,6 @@ def budget(plan: PlanLike, client: BudgetSource | None, *, max_age: float = CACH
     request = plan.request
     if client is None:
         return budget_picture(request, budget_note=why, queue_note=why)
-    answer, budget_note, state, state_note = CACHE.get(client, user_of(request.name), max_age)
+    user = user_of(request.name)
+    answer, budget_note, state, state_note = CACHE.get((client.url, user), max_age, lambda: _ask(client, user))
     return budget_picture(request, answer, state, budget_note=budget_note, queue_note=state_note)

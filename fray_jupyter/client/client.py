@@ -273,7 +273,8 @@ class FrayClient:
                     raise
                 self._log_service = True
         if not isinstance(self._transport, ConnectTransport):
-            raise FrayError("reading log rows before a cursor needs the log service, served over Connect only",
+            raise FrayError(f"logs(before={before}) reads the rows below a cursor, which needs the log service, "
+                            "served over Connect only (an http:// or https:// controller URL)",
                             url=self.url, method="FetchLogs", code="unimplemented", job_id=job_id)
         body = fetch_logs_body(job_id, query)
         payload = self._retrying(lambda: self._log_transport().call_json(LOG_SERVICE_PATH, body, self.timeout),

@@ -16,6 +16,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -46,12 +47,25 @@ class Diagnosis:
     root_causes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     status_texts: dict[str, StatusText] = field(default_factory=dict)
 
+    @property
+    def details(self) -> dict[str, str]:
+        """Task id → the markdown detail of the status text it reported (what the panel shows)."""
+        return {task_id: text.detail_md for task_id, text in self.status_texts.items()}
+
+
+def root_causes(client: FrayClient, tasks: Iterable[job_pb2.TaskStatus],
+                most: int = MAX_ROOT_CAUSE_TASKS) -> dict[str, tuple[str, ...]]:
+    """Task id → the controller's likely root-cause lines (``GetTaskStatus.root_cause_highlights``)
+    for the first ``most`` of ``tasks`` that ended FAILED or WORKER_FAILED, in the order given: one
+    call each."""
+    failed = [task.task_id for task in tasks if task.state in ROOT_CAUSE_STATES][:most]
+    return {task_id: tuple(client.task(task_id).root_cause_highlights) for task_id in failed}
+
 
 def diagnose(client: FrayClient, job_id: str) -> Diagnosis:
     """Read the job, its tasks, the failed ones' root causes and every task's status text."""
     answer = client.job(job_id)
     tasks = client.tasks(job_id)
-    failed = [task.task_id for task in tasks if task.state in ROOT_CAUSE_STATES][:MAX_ROOT_CAUSE_TASKS]
-    causes = {task_id: tuple(client.task(task_id).root_cause_highlights) for task_id in failed}
+    causes = root_causes(client, tasks)
     texts = client.status_texts([task.task_id for task in tasks], since_ms=answer.job.submitted_at.epoch_ms)
     return Diagnosis(answer.job, retry_limits(answer.request), tasks, causes, texts)

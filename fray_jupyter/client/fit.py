@@ -30,12 +30,11 @@ The rule for a fact the wire does not carry (no profile, no live worker, no slic
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
+from fray_jupyter.client.cache import CACHE_SECONDS, Expiring
 from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup
 from fray_jupyter.iris.placement import (
     LaunchJobRequest,
@@ -51,7 +50,6 @@ from fray_jupyter.resources.tables import TPU_TOPOLOGY_BY_NAME
 
 C = controller_pb2.Controller
 Verdict = Literal["now", "after-scale-up", "never"]
-CACHE_SECONDS: Final[float] = 10.0
 MAX_VERDICTS: Final[int] = 256
 ACCEPTING: Final[frozenset[str]] = frozenset({"available", "cooldown", "requesting", ""})
 
@@ -271,36 +269,34 @@ def _independent_room(request: LaunchJobRequest, idle: list[Worker]) -> int:
                and all(r.matches(w.attributes.get(r.key)) for r in rules))
 
 
+Shape = tuple[C.GetAutoscalerStatusResponse, C.ListWorkersResponse, ClusterProfile | None]
+"""A controller's two capacity responses and the profile it reports (None: none)."""
+
+
 class _Cache:
-    """Per controller URL, the two responses, the profile it reports (None: none) and the verdicts
-    computed from them, at most ``CACHE_SECONDS`` old."""
+    """Per controller URL, its ``Shape``, and the verdicts computed from it (``client.cache``)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._shapes: dict[str, tuple[float, C.GetAutoscalerStatusResponse, C.ListWorkersResponse,
-                                      ClusterProfile | None]] = {}
-        self.verdicts: dict[tuple[str, bytes, str], tuple[float, Fit]] = {}
-
-    def get(self, source: ShapeSource, max_age: float
-            ) -> tuple[C.GetAutoscalerStatusResponse, C.ListWorkersResponse, ClusterProfile | None]:
-        now = time.monotonic()
-        with self._lock:
-            cached = self._shapes.get(source.url)
-        if cached is not None and now - cached[0] < max_age:
-            return cached[1], cached[2], cached[3]
-        reported = reported_profile(source)
-        autoscaler, workers = source.autoscaler_status(), source.workers()
-        with self._lock:
-            self._shapes[source.url] = (now, autoscaler, workers, reported)
-        return autoscaler, workers, reported
+        self.shapes: Expiring[str, Shape] = Expiring()
+        self.verdicts: Expiring[tuple[str, bytes, str], Fit] = Expiring(most=MAX_VERDICTS)
 
     def clear(self) -> None:
-        with self._lock:
-            self._shapes.clear()
-            self.verdicts.clear()
+        """Forget every shape and verdict (the next ``fit`` asks the controller again)."""
+        self.shapes.clear()
+        self.verdicts.clear()
 
 
 CACHE: Final[_Cache] = _Cache()
+
+
+def shape(source: ShapeSource, max_age: float = CACHE_SECONDS) -> Shape:
+    """The ``Shape`` of ``source``'s controller, read at most ``max_age`` seconds ago; a ``FrayError``
+    from the two wire reads propagates."""
+    def read() -> Shape:
+        reported = reported_profile(source)
+        return source.autoscaler_status(), source.workers(), reported
+
+    return CACHE.shapes.get(source.url, max_age, read)
 
 
 def reported_profile(source: ShapeSource) -> ClusterProfile | None:
@@ -317,14 +313,9 @@ def fit(plan: PlanLike, client: ShapeSource, *, profile: ClusterProfile | None =
     ``profile`` — or, without one, the profile the controller reports, if it does. The controller's
     shape is fetched at most once per ``max_age`` seconds; a ``FrayError`` from the two wire reads
     (no controller, UNIMPLEMENTED on an old one) propagates."""
-    request = plan.request
-    key = (client.url, request.SerializeToString(deterministic=True), profile.name if profile else "")
-    cached = CACHE.verdicts.get(key)
-    if cached is not None and time.monotonic() - cached[0] < max_age:
-        return cached[1]
-    autoscaler, workers, reported = CACHE.get(client, max_age)
-    verdict = fit_from(plan, autoscaler, workers, profile or reported)
-    if len(CACHE.verdicts) >= MAX_VERDICTS:
-        CACHE.verdicts.clear()
-    CACHE.verdicts[key] = (time.monotonic(), verdict)
-    return verdict
+    def read() -> Fit:
+        autoscaler, workers, reported = shape(client, max_age)
+        return fit_from(plan, autoscaler, workers, profile or reported)
+
+    key = (client.url, plan.request.SerializeToString(deterministic=True), profile.name if profile else "")
+    return CACHE.verdicts.get(key, max_age, read)

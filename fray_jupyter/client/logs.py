@@ -14,6 +14,7 @@ A row is shown as ``[<task>] <text>``, with ``[<task>:<attempt>]`` for a retry's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -63,6 +64,11 @@ def log_prefix(entry: LogEntry, job_id: str = "") -> str:
 def log_line(entry: LogEntry, job_id: str = "") -> str:
     """A log row as one line of text with its task prefix (``log_prefix``): ``[3] loss 0.12``."""
     return f"{log_prefix(entry, job_id)} {entry.data}"
+
+
+def log_text(entries: Iterable[LogEntry], job_id: str = "") -> str:
+    """Rows as a saved or downloaded log holds them: one ``log_line`` each, each ending in a newline."""
+    return "".join(log_line(entry, job_id) + "\n" for entry in entries)
 
 
 def task_logs_request(job_id: str, query: LogQuery) -> Controller.GetTaskLogsRequest:

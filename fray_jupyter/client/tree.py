@@ -10,7 +10,7 @@ Rules:
   So a refresh of a coordinator with 50 running steps is one call, and of a finished tree none.
 * ``failed_children`` explains a tree's failures: for each job below the root that failed of its own
   (``JobTree.failed``; at most ``MAX_EXPLAINED``), its error and, for its first failed task, the
-  controller's likely root-cause lines (``GetTaskStatus.root_cause_highlights``).
+  controller's likely root-cause lines (``client.diagnostics.root_causes``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Final
 
-from fray_jupyter.iris.highlights import ROOT_CAUSE_STATES
+from fray_jupyter.client.diagnostics import root_causes
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import is_job_finished
 from fray_jupyter.iris.tree import FailedChild, JobTree
@@ -70,7 +70,6 @@ def failed_children(client: FrayClient, tree: JobTree, most: int = MAX_EXPLAINED
     """The first ``most`` failed jobs below the root, each with its root cause (see the module rules)."""
     found = []
     for job in tree.failed()[:most]:
-        task = next((t for t in client.tasks(job.job_id) if t.state in ROOT_CAUSE_STATES), None)
-        lines = tuple(client.task(task.task_id).root_cause_highlights) if task is not None else ()
-        found.append(FailedChild(job, lines))
+        causes = root_causes(client, client.tasks(job.job_id), most=1)
+        found.append(FailedChild(job, next(iter(causes.values()), ())))
     return found

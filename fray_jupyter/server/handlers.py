@@ -214,8 +214,9 @@ class JobsHandler(FrayHandler):
     """``GET /fray/jobs?scope=&parent=&user=&state=&name=&sort=&order=&offset=&limit=``: one page of
     jobs, newest first by default, with ``total`` (matches before paging) and ``has_more``. ``scope``
     is Iris's: ``all`` (default), ``roots`` (no parent) or ``children`` (of ``parent``, which it
-    needs and only it takes). ``user`` keeps one user's jobs, Iris's way (``job_id_prefix="/<user>/"``);
-    none: everyone's. ``name`` and ``state`` filter on the controller, before paging."""
+    needs and only it takes). ``user`` keeps one user's jobs, Iris's way (``job_id_prefix="/<user>/"``;
+    not with ``children``: a parent's children are listed whoever's they are); none: everyone's.
+    ``name`` and ``state`` filter on the controller, before paging."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
@@ -231,6 +232,9 @@ class JobsHandler(FrayHandler):
         limit = self.int_arg("limit", 50, most=MAX_LIST_JOBS_LIMIT) or 50
         name = self.get_query_argument("name", "")
         user = self.user_arg() if self.get_query_argument("user", "") else None  # None: everyone's
+        if user is not None and scope == "children":
+            raise ApiError(400, f"user={user!r} is only for scope=roots or scope=all (a parent's children are "
+                           "listed whoever's they are)", "bad_parameter")
         page = await self.call(lambda client: client.list(
             user=user, name_filter=name, state=state, sort=sort, descending=descending, offset=offset, limit=limit,
             scope=scope, parent=parent))

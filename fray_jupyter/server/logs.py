@@ -12,7 +12,7 @@ import tornado.iostream
 import tornado.web
 
 from fray_jupyter.client import FrayError
-from fray_jupyter.client.logs import LogPage, log_line
+from fray_jupyter.client.logs import LogPage, log_text
 from fray_jupyter.iris.loglines import LEVELS
 from fray_jupyter.server import contract, serialize
 from fray_jupyter.server.handlers import FrayHandler, api_error
@@ -47,10 +47,11 @@ class LogsHandler(FrayHandler):
 
 class LogDownloadHandler(FrayHandler):
     """``GET /fray/jobs/<id>/logs/download``: the job's whole log as a ``text/plain`` attachment
-    named ``views.logtail.log_file_name`` (``alice-train.log``), one ``[task] text`` line per row,
-    oldest first, streamed page by page (``FrayClient.log_pages``: one page in memory at a time,
-    up to the last row there is when the download reaches it). A controller error before the
-    first page is the usual JSON error; one after it ends the file with a line saying so."""
+    named ``views.logtail.log_file_name`` (``alice-train.log``), one ``[task] text`` line per row
+    (``client.logs.log_text``, as "Save full log" writes it), oldest first, streamed page by page
+    (``FrayClient.log_pages``: one page in memory at a time, up to the last row there is when the
+    download reaches it). A controller error before the first page is the usual JSON error; one
+    after it ends the file with a line saying so."""
 
     @tornado.web.authenticated
     async def get(self, job_id: str) -> None:
@@ -62,7 +63,7 @@ class LogDownloadHandler(FrayHandler):
         self.set_header("X-Content-Type-Options", "nosniff")
         try:
             while page is not None:
-                self.write("".join(log_line(entry) + "\n" for entry in page.entries))
+                self.write(log_text(page.entries))
                 await self.flush()
                 page = await self._next(pages, first=False)
         except tornado.iostream.StreamClosedError:

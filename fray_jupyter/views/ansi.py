@@ -23,7 +23,7 @@ Rules:
 * The line keeps at most ``MAX_LINE_CHARS`` columns; when more were written, a ``more`` span says
   it was cut (the full log has it whole). Trailing unstyled blanks are dropped.
 * HTML: every character is escaped; classes are ``fray-ansi-<name>``; a link is
-  ``<a href target="_blank" rel="noopener noreferrer">``.
+  ``<a href target="_blank" rel="noopener noreferrer">`` (``views.links.anchor``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from html import escape
 from typing import Any, Final
 
-from fray_jupyter.views.links import BARE_URL, TRAILING
+from fray_jupyter.views.links import BARE_URL, TRAILING, anchor
 
 MAX_LINE_CHARS: Final[int] = 4000
 CUT_NOTE: Final[str] = f" … (cut at {MAX_LINE_CHARS} characters)"
@@ -307,7 +307,7 @@ def spans_html(spans: list[Span]) -> str:
             attrs += f' style="{escape(span.style)}"'
         text = escape(span.text)
         if span.href:
-            parts.append(f'<a href="{escape(span.href)}" target="_blank" rel="noopener noreferrer"{attrs}>{text}</a>')
+            parts.append(anchor(span.href, text, attrs))
         elif attrs:
             parts.append(f"<span{attrs}>{text}</span>")
         else:

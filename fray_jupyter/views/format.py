@@ -1,4 +1,4 @@
-"""Small formatters every view shares: sizes, FLOP/s, cores, task index ranges."""
+"""Small formatters every view shares: sizes, FLOP/s, cores, task index ranges, counts of things."""
 
 from __future__ import annotations
 
@@ -27,6 +27,12 @@ def flops(value: float | None) -> str:
 def cores(millicores: int) -> str:
     """Millicores as cores ("104", "0.5")."""
     return f"{millicores / 1000:g}"
+
+
+def counted(number: int, noun: str) -> str:
+    """``number`` and ``noun``, the noun plural (an ``s`` added) unless ``number`` is 1: ``2 failures``,
+    ``1 preemption``, ``0 log lines``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def index_ranges(indices: Iterable[int]) -> str:

@@ -26,7 +26,7 @@ from fray_jupyter.iris.states import (
     task_state_name,
 )
 from fray_jupyter.views.ansi import line_html, palette_css
-from fray_jupyter.views.format import size
+from fray_jupyter.views.format import counted, size
 from fray_jupyter.views.links import linked_html
 
 J = job_pb2
@@ -182,9 +182,8 @@ def retries_text(task: J.TaskStatus, limits: RetryLimits) -> str:
     """What a task's attempts charged against the job's limits: ``2 failures (max_retries_failure 1),
     0 preemptions (max_retries_preemption 100)``."""
     counts = attempt_counts(task.attempts)
-    return (f"{counts.failures} failure{'s' if counts.failures != 1 else ''} "
-            f"(max_retries_failure {limits.max_retries_failure}), {counts.preemptions} "
-            f"preemption{'s' if counts.preemptions != 1 else ''} (max_retries_preemption {limits.max_retries_preemption})")
+    return (f"{counted(counts.failures, 'failure')} (max_retries_failure {limits.max_retries_failure}), "
+            f"{counted(counts.preemptions, 'preemption')} (max_retries_preemption {limits.max_retries_preemption})")
 
 
 def attempts_html(task: J.TaskStatus, limits: RetryLimits) -> str:
@@ -209,8 +208,8 @@ def job_retries_text(status: J.JobStatus, limits: RetryLimits) -> str:
     """The job's failed attempts against ``max_task_failures`` and its preemptions: ``3 failed attempts
     (max_task_failures 2), 1 preemption``."""
     failed, lost = status.failure_count, status.preemption_count
-    return (f"{failed} failed attempt{'s' if failed != 1 else ''} (max_task_failures {limits.max_task_failures}), "
-            f"{lost} preemption{'s' if lost != 1 else ''}")
+    return (f"{counted(failed, 'failed attempt')} (max_task_failures {limits.max_task_failures}), "
+            f"{counted(lost, 'preemption')}")
 
 
 def status_text_html(task_id: str, detail_md: str) -> str:
@@ -301,7 +300,7 @@ def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: S
     summary += below
     tail = list(lines)[-SUMMARY_LOG_LINES:]
     if tail:
-        summary.append(f"last {len(tail)} log line{'s' if len(tail) != 1 else ''}:")
+        summary.append(f"last {counted(len(tail), 'log line')}:")
         summary += [f"  {line}" for line in tail]
     return summary
 

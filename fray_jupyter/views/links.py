@@ -22,10 +22,11 @@ BOLD: Final[re.Pattern[str]] = re.compile(r"\*\*([^*\n]+)\*\*")
 TRAILING: Final[str] = ".,;:!?"
 
 
-def anchor(url: str, label: str) -> str:
-    """``<a>`` to ``url`` (http or https only, the caller checked) showing ``label``, in a new tab."""
-    return (f'<a href="{escape(url, quote=True)}" target="_blank" rel="noopener noreferrer">'
-            f"{_bold(escape(label))}</a>")
+def anchor(url: str, inner_html: str, attrs: str = "") -> str:
+    """``<a>`` to ``url`` (http or https only, the caller checked) around ``inner_html`` (inert
+    already), opening in a new tab with no opener and no referrer; ``attrs`` (escaped already, each
+    after a blank) are added: the one form of a link in status text and log lines (``views.ansi``)."""
+    return f'<a href="{escape(url, quote=True)}" target="_blank" rel="noopener noreferrer"{attrs}>{inner_html}</a>'
 
 
 def _bold(escaped: str) -> str:
@@ -43,7 +44,7 @@ def linked_html(text: str) -> str:
             stripped = url.rstrip(TRAILING)
             url, tail = stripped, url[len(stripped):]
         out.append(_bold(escape(text[last:match.start()])))
-        out.append(anchor(url, match["label"] or url) + escape(tail))
+        out.append(anchor(url, _bold(escape(match["label"] or url))) + escape(tail))
         last = match.end()
     out.append(_bold(escape(text[last:])))
     return "".join(out)

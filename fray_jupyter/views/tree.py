@@ -20,6 +20,7 @@ from typing import Final
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
 from fray_jupyter.iris.tree import FailedChild, JobTree
+from fray_jupyter.views.format import counted
 from fray_jupyter.views.job import BADGE_COLORS, OTHER_COLOR, badge_html, cut, elapsed
 from fray_jupyter.views.jobs import PARENT_MARK, reason
 from fray_jupyter.views.logtail import shown_text
@@ -83,7 +84,7 @@ def _more_html(tree: JobTree, parent: str, depth: int) -> list[str]:
     if not more:
         return []
     return [(f'<tr class="fray-tree-more"><td colspan="6" class="fray-dim" style="padding-left:'
-            f'{(depth - 1) * INDENT_EM:g}em">… {more} more child job{"s" if more != 1 else ""} of '
+            f'{(depth - 1) * INDENT_EM:g}em">… {counted(more, "more child job")} of '
             f"{escape(leaf(parent))} not listed</td></tr>")]
 
 

@@ -34,9 +34,9 @@ NO_CONTROLLER: Final[str] = ("fit: no controller — start one (`fray-jupyter co
 def offered(client: FrayClient, kind: str = "") -> tuple[set[str], set[str]]:
     """(device variants of ``kind`` — any kind when empty —, regions) the controller's scale groups
     offer, variants lowercase (cached with fit's shape)."""
-    from fray_jupyter.client.fit import CACHE, CACHE_SECONDS
+    from fray_jupyter.client.fit import shape
 
-    status, _, _ = CACHE.get(client, CACHE_SECONDS)
+    status, _, _ = shape(client)
     groups = status.status.groups
     variants = {g.device_variant.lower() for g in groups if g.device_variant and g.device_type in (kind or g.device_type)}
     return variants, {g.region for g in groups if g.region}

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import ipywidgets as widgets
 
 from fray_jupyter.client.errors import FrayError
-from fray_jupyter.client.logs import log_line, log_prefix
+from fray_jupyter.client.logs import log_line, log_prefix, log_text
 from fray_jupyter.iris.loglines import LEVELS
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.views.job import note_html
@@ -80,7 +80,7 @@ class LogBox(widgets.VBox):
         self.save_button = widgets.Button(description="Save full log", icon="download", layout=fit,
                                           tooltip=f"write every line to ./{log_file_name(job_id)}")
         self.note = widgets.HTML()
-        self.view = self._new_view()
+        self.view = self._new_view(self._tail_html())
         self.filter_text.observe(self._on_filter, names="value")
         self.min_level.observe(self._on_filter, names="value")
         self.follow_button.observe(self._on_follow, names="value")
@@ -102,10 +102,18 @@ class LogBox(widgets.VBox):
         with self._lock:
             return [log_line(row, self.job_id) for row in self.rows]
 
-    def _new_view(self) -> widgets.HTML:
-        view = widgets.HTML(self._tail_html())
+    @staticmethod
+    def _new_view(html: str) -> widgets.HTML:
+        """A log view showing ``html`` (a new one opens scrolled to its newest line)."""
+        view = widgets.HTML(html)
         view.add_class("fray-log-box")
         return view
+
+    def _replace_view(self, html: str) -> None:
+        """Show ``html`` in a new view in place of the current one, which is closed (its model freed)."""
+        old, self.view = self.view, self._new_view(html)
+        self.children = (self.tools, self.view, self.note)
+        old.close()
 
     def _tail_html(self) -> str:
         empty = "no matching log lines yet" if self.filter_text.value or self.min_level.value else "no log lines yet"
@@ -119,8 +127,7 @@ class LogBox(widgets.VBox):
         """Show the newest rows in a fresh view (so it is scrolled to the bottom)."""
         self.unseen = 0
         self.follow_button.description, self.follow_button.icon = "Following", "arrow-down"
-        self.view = self._new_view()
-        self.children = (self.tools, self.view, self.note)
+        self._replace_view(self._tail_html())
 
     # -- fetching ------------------------------------------------------------------------------
     def fetch(self) -> int:
@@ -182,9 +189,7 @@ class LogBox(widgets.VBox):
             start = next(index for index, row in enumerate(rows) if row.seq == first)
             end = traceback_end(rows, start)
             self.follow_button.value = False
-            self.view = widgets.HTML(log_tail_html(rows[start:end + 1], self.label, marked=range(end + 1 - start)))
-            self.view.add_class("fray-log-box")
-            self.children = (self.tools, self.view, self.note)
+            self._replace_view(log_tail_html(rows[start:end + 1], self.label, marked=range(end + 1 - start)))
             self.note.value = note_html(f"the last traceback ({self.label(rows[start])}); press Jump to latest to follow the log again")
             return True
 
@@ -197,7 +202,7 @@ class LogBox(widgets.VBox):
         count = 0
         with partial.open("w", encoding="utf-8") as out:
             for page in self.client.log_pages(self.job_id):
-                out.write("".join(log_line(entry) + "\n" for entry in page.entries))
+                out.write(log_text(page.entries))
                 count += len(page.entries)
         partial.replace(path)
         return path, count

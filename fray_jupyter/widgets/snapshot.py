@@ -17,6 +17,7 @@ Rules:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from fray_jupyter.client.client import backoff
 from fray_jupyter.client.diagnostics import Diagnosis, diagnose
 from fray_jupyter.client.logs import log_prefix
 from fray_jupyter.client.tree import failed_children, fetch_tree
+from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.states import is_job_finished
 from fray_jupyter.iris.tree import FailedChild, JobTree
 from fray_jupyter.views.logtail import collapse
@@ -86,8 +88,16 @@ def read_snapshot(client: FrayClient, job_id: str, *, settle: float = 0.0) -> Jo
         tree = fetch_tree(client, diagnosis.status, tree)
     failed = failed_children(client, tree)
     rows = collapse(client.logs(job_id, tail=True, max_lines=TAIL_ROWS, include_children=True).entries)
-    html = snapshot_html(tree, diagnosis.tasks, rows, lambda row: log_prefix(row, job_id), limits=diagnosis.limits,
-                         root_causes=diagnosis.root_causes,
-                         status_texts={task: text.detail_md for task, text in diagnosis.status_texts.items()},
-                         failed=failed, beside_panel=False)
+    html = diagnosed_html(tree, diagnosis, rows, lambda row: log_prefix(row, job_id), failed, beside_panel=False)
     return JobSnapshot(diagnosis, tree, failed, html)
+
+
+def diagnosed_html(tree: JobTree, diagnosis: Diagnosis | None, rows: Sequence[LogEntry],
+                   label: Callable[[LogEntry], str], failed: Sequence[FailedChild], *,
+                   beside_panel: bool = True) -> str:
+    """``views.snapshot.snapshot_html`` of ``tree`` with what ``diagnosis`` explains of its root (its
+    tasks, retry limits, root causes and status texts; None: not read yet, so none of them)."""
+    if diagnosis is None:
+        return snapshot_html(tree, (), rows, label, failed=failed, beside_panel=beside_panel)
+    return snapshot_html(tree, diagnosis.tasks, rows, label, limits=diagnosis.limits, root_causes=diagnosis.root_causes,
+                         status_texts=diagnosis.details, failed=failed, beside_panel=beside_panel)

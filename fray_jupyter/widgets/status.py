@@ -49,11 +49,10 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
 from fray_jupyter.iris.tree import FailedChild, JobTree
 from fray_jupyter.views import job as view
-from fray_jupyter.views.snapshot import snapshot_html
 from fray_jupyter.views.tree import failed_html, tree_lines
 from fray_jupyter.widgets import feed
 from fray_jupyter.widgets.logbox import LogBox
-from fray_jupyter.widgets.snapshot import SnapshotOutput
+from fray_jupyter.widgets.snapshot import SnapshotOutput, diagnosed_html
 from fray_jupyter.widgets.tree import TreeView
 
 if TYPE_CHECKING:
@@ -303,7 +302,7 @@ class JobStatusPanel(widgets.VBox):
         self.tasks.value = view.tasks_html(tasks)
         self.failure.value = view.failure_html(status, tasks, self.lines) + failed_html(self.job_id, self.failed_below)
         self.diagnostics.value = view.diagnosis_html(status, tasks, diagnosis.limits, diagnosis.root_causes,
-                                                     self._status_texts())
+                                                     diagnosis.details)
         self.tree_view.show(tree)
         if view.is_terminal(status):
             self.cancel_button.disabled = True
@@ -316,20 +315,13 @@ class JobStatusPanel(widgets.VBox):
             self._milestone = milestone
             self.snapshot.update(self.snapshot_html())
 
-    def _status_texts(self) -> dict[str, str]:
-        texts = self.diagnosis.status_texts if self.diagnosis is not None else {}
-        return {task_id: text.detail_md for task_id, text in texts.items()}
-
     def snapshot_html(self) -> str:
         """The static snapshot of what the panel shows now (``views.snapshot``)."""
         with self._lock:
-            diagnosis = self.diagnosis
+            diagnosis, failed = self.diagnosis, self.failed_below
             tree = self.tree or JobTree(self.status or job_pb2.JobStatus(job_id=self.job_id))
             rows = list(self.logs.rows)
-        return snapshot_html(tree, self.task_list, rows, self.logs.label,
-                             limits=diagnosis.limits if diagnosis is not None else None,
-                             root_causes=diagnosis.root_causes if diagnosis is not None else None,
-                             status_texts=self._status_texts(), failed=self.failed_below)
+        return diagnosed_html(tree, diagnosis, rows, self.logs.label, failed)
 
     @staticmethod
     def _outputs_html(tasks: tuple[job_pb2.TaskStatus, ...]) -> str:
