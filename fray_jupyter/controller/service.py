@@ -251,7 +251,8 @@ class ControllerService:
         rows, total = self.store.query_jobs(" AND ".join(conditions) or "1", params, order, limit, offset)
         ids = [row.job_id for row in rows]
         counts, parents = self.store.task_state_counts(ids), self.store.parents_among(ids)
-        jobs = [views.job_status(row, counts[row.job_id], self.engine.pending_reason(row.job_id),
+        ledger = self.engine.slot_ledger()  # once per page, not per row: it reads every running and queued job
+        jobs = [views.job_status(row, counts[row.job_id], self.engine.pending_reason(row.job_id, ledger),
                                  has_children=row.job_id in parents) for row in rows]
         return C.ListJobsResponse(jobs=jobs, total_count=total, has_more=offset + limit < total)
 
