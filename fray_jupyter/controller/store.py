@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
-from fray_jupyter.iris.loglines import log_level
+from fray_jupyter.iris.loglines import Level, log_level, passes_min_level
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import descendant_bounds, parent_job_id
 
@@ -109,10 +109,15 @@ class LogRow:
     data: str
 
 
-LEVEL_FUNCTION: Final[str] = "fray_log_level"
-LEVEL_CONDITION: Final[str] = f"({LEVEL_FUNCTION}(source, data) >= ? OR {LEVEL_FUNCTION}(source, data) = 0)"
+LEVEL_FUNCTION: Final[str] = "fray_passes_min_level"
+LEVEL_CONDITION: Final[str] = f"{LEVEL_FUNCTION}(source, data, ?)"
 """SQL keeping the log rows whose level (Iris's, ``iris.loglines.log_level`` of stream and text)
-passes a ``min_level`` given as the one parameter; UNKNOWN (0) always passes."""
+passes a ``min_level`` given as the one parameter, by ``iris.loglines.passes_min_level`` (UNKNOWN
+always passes)."""
+
+
+def _passes_min_level(source: str, data: str, minimum: int) -> bool:
+    return passes_min_level(log_level(source, data), cast(Level, minimum))
 
 
 def _columns(row_type: type[Any]) -> str:
@@ -137,7 +142,7 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._migrate()
-        self.define_function(LEVEL_FUNCTION, 2, log_level)
+        self.define_function(LEVEL_FUNCTION, 3, _passes_min_level)
         self.on_change: Callable[[str], None] = lambda job_id: None
         """Called with the job id after every write to a job, its tasks or its logs, and with its
         parent's id too when a child job is added, removed or changes state (the change feed)."""
