@@ -35,7 +35,7 @@ from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import LEVEL_CONDITION, LogRow, Store
 from fray_jupyter.iris.loglines import log_level, min_level_value
 from fray_jupyter.iris.proto import finelog_logging_pb2
-from fray_jupyter.iris.states import log_key, task_id_for
+from fray_jupyter.iris.states import descendant_bounds, log_key, task_id_for
 
 F = finelog_logging_pb2
 DEFAULT_MAX_LINES: Final[int] = 1000
@@ -70,7 +70,7 @@ def _prefix_conditions(source: str) -> tuple[list[str], list[Any]]:
         return [], []
     params: list[Any]
     if source[-1] == "/":
-        clauses, params = ["job_id = ?", "(job_id >= ? AND job_id < ?)"], [source[:-1], source, source[:-1] + "0"]
+        clauses, params = ["job_id = ?", "(job_id >= ? AND job_id < ?)"], [source[:-1], *descendant_bounds(source[:-1])]
     elif ord(source[-1]) < 0x10FFFF:
         clauses, params = ["(job_id >= ? AND job_id < ?)"], [source, _after(source)]
     else:
