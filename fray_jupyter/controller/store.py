@@ -120,6 +120,18 @@ def _passes_min_level(source: str, data: str, minimum: int) -> bool:
     return passes_min_level(log_level(source, data), cast(Level, minimum))
 
 
+ID_LIST_CHUNK: Final[int] = 500
+"""Ids per ``IN (…)`` list when a lookup takes any number of them (far under SQLite's limit on
+bound parameters)."""
+
+
+def _id_lists(ids: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+    """``ids`` in chunks of ``ID_LIST_CHUNK``, each with its ``?, ?, …`` placeholders."""
+    for start in range(0, len(ids), ID_LIST_CHUNK):
+        chunk = list(ids[start:start + ID_LIST_CHUNK])
+        yield ", ".join("?" * len(chunk)), chunk
+
+
 def _columns(row_type: type[Any]) -> str:
     return ", ".join(field.name for field in fields(row_type))
 
@@ -232,9 +244,7 @@ class Store:
     def parents_among(self, job_ids: Sequence[str]) -> set[str]:
         """Those of ``job_ids`` that have at least one child job (in any state)."""
         found: set[str] = set()
-        for start in range(0, len(job_ids), 500):
-            chunk = list(job_ids[start:start + 500])
-            marks = ", ".join("?" * len(chunk))
+        for marks, chunk in _id_lists(job_ids):
             found.update(row[0] for row in self._db.execute(
                 f"SELECT DISTINCT parent_job_id FROM jobs WHERE parent_job_id IN ({marks})", chunk))
         return found
@@ -337,9 +347,7 @@ class Store:
     def job_states(self, job_ids: Sequence[str]) -> dict[str, int]:
         """``job_id → state`` for the known ids among ``job_ids``."""
         result: dict[str, int] = {}
-        for start in range(0, len(job_ids), 500):
-            chunk = list(job_ids[start:start + 500])
-            marks = ", ".join("?" * len(chunk))
+        for marks, chunk in _id_lists(job_ids):
             result.update(self._db.execute(
                 f"SELECT job_id, state FROM jobs WHERE job_id IN ({marks})", chunk
             ).fetchall())
@@ -366,9 +374,7 @@ class Store:
     def task_state_counts(self, job_ids: Sequence[str]) -> dict[str, dict[int, int]]:
         """``job_id → {task state → count}`` for each of ``job_ids``."""
         result: dict[str, dict[int, int]] = {job_id: {} for job_id in job_ids}
-        for start in range(0, len(job_ids), 500):
-            chunk = list(job_ids[start:start + 500])
-            marks = ", ".join("?" * len(chunk))
+        for marks, chunk in _id_lists(job_ids):
             for job_id, state, count in self._db.execute(
                 f"SELECT job_id, state, count(*) FROM tasks WHERE job_id IN ({marks}) GROUP BY job_id, state",
                 chunk,
