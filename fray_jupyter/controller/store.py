@@ -132,6 +132,13 @@ def _id_lists(ids: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
         yield ", ".join("?" * len(chunk)), chunk
 
 
+def like_pattern(text: str, *, prefix: bool) -> str:
+    """A ``LIKE … ESCAPE '\\'`` pattern matching ``text`` literally (``%``, ``_`` and ``\\`` are
+    plain characters): at the start of a value (``prefix``), else anywhere in it."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"{escaped}%" if prefix else f"%{escaped}%"
+
+
 def _columns(row_type: type[Any]) -> str:
     return ", ".join(field.name for field in fields(row_type))
 
