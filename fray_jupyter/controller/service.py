@@ -57,7 +57,7 @@ from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine, now_ms
 from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import JobRow, Store, TaskRow
+from fray_jupyter.controller.store import Descendant, JobRow, Store, TaskRow
 from fray_jupyter.controller.taskstatus import TaskStatusText
 from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES, root_cause_highlights
 from fray_jupyter.iris.loglines import min_level_value
@@ -252,7 +252,9 @@ class ControllerService:
         job, idx, attempt = self._resolve(request.id, allow_job=True)
         if request.HasField("attempt_id") and request.attempt_id >= 0:
             attempt = request.attempt_id
-        jobs = [job, *self.store.descendants(job.job_id)] if request.include_children and idx is None else [job]
+        jobs: list[JobRow | Descendant] = [job]
+        if request.include_children and idx is None:
+            jobs += self.store.descendants(job.job_id)
         ids = [one.job_id for one in jobs]
         limit = min(request.max_total_lines or DEFAULT_LOG_LINES, MAX_LOG_LINES)
         newest_id = self.store.last_log_id(ids)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final, NamedTuple, cast
 
 from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
 from fray_jupyter.iris.loglines import Level, log_level, passes_min_level
@@ -58,6 +58,13 @@ class JobRow:
     cleaned_ms: int | None = None
     parent_job_id: str = ""
     """The job this one is a child of ("" for a root job)."""
+
+
+class Descendant(NamedTuple):
+    """A job below another (``Store.descendants``): what walking a tree needs of it."""
+
+    job_id: str
+    replicas: int
 
 
 @dataclass
@@ -240,13 +247,13 @@ class Store:
             self.on_change(parent)
 
     # -- trees --------------------------------------------------------------------------------
-    def descendants(self, job_id: str) -> list[JobRow]:
+    def descendants(self, job_id: str) -> list[Descendant]:
         """Every job below ``job_id`` (children, theirs, …), in submission order (a parent before
-        its children)."""
+        its children): ids and task counts only, never the stored requests (a sweep's can be
+        megabytes, and a tree's log reads ask for its jobs at every poll)."""
         low, high = descendant_bounds(job_id)
-        rows = self._db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id >= ? AND job_id < ? ORDER BY id",
-                                (low, high)).fetchall()
-        return [JobRow(*row) for row in rows]
+        return [Descendant(*row) for row in self._db.execute(
+            "SELECT job_id, replicas FROM jobs WHERE job_id >= ? AND job_id < ? ORDER BY id", (low, high))]
 
     def parents_among(self, job_ids: Sequence[str]) -> set[str]:
         """Those of ``job_ids`` that have at least one child job (in any state)."""
