@@ -54,7 +54,8 @@ def band_rank(band: int) -> int:
     try:
         return BANDS.index(band)
     except ValueError:
-        raise ValueError(f"{band} is not a real priority band") from None
+        raise ValueError(f"priority band {band} ({band_name(band)}) has no scheduling rank: it must be one of "
+                         f"{', '.join(band_name(value) for value in BANDS)}") from None
 
 
 def band_name(band: int) -> str:
