@@ -462,3 +462,22 @@ def test_a_running_task_stopped_out_of_band_counts_as_a_preemption(tmp_path: Pat
         assert {a.state for t in core.tasks(running) for a in t.attempts} == {J.TASK_STATE_KILLED}
 
     run(tmp_path, body, slots=2)
+
+
+def test_a_list_page_says_why_each_queued_job_waits_as_its_own_status_does(tmp_path: Path) -> None:
+    """ListJobs reads the slot ledger once for its page; each row's pending reason is still the one
+    GetJobStatus gives that job alone (a plain job waits for one slot, a gang for all of its own)."""
+    async def body(core: Core) -> None:
+        running = core.launch(launch_request("holds", "sleep 30", replicas=2))
+        await core.wait(running, {J.JOB_STATE_RUNNING})
+        plain = core.launch(launch_request("plain", "sleep 30"))
+        gang = core.launch(launch_request("gang", "sleep 30", replicas=2,
+                                          coscheduling=J.CoschedulingConfig(group_by="tpu-name")))
+        listed = {job.job_id: job.pending_reason for job in core.service.list_jobs(C.ListJobsRequest()).jobs}
+        alone = {job_id: core.status(job_id).pending_reason for job_id in (plain, gang)}
+        assert {job_id: listed[job_id] for job_id in alone} == alone
+        assert "a free task slot" in alone[plain] and "2 free task slots at once" in alone[gang]
+        for job_id in (running, plain, gang):
+            core.service.terminate_job(C.TerminateJobRequest(job_id=job_id))
+
+    run(tmp_path, body, slots=2)

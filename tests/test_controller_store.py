@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
-from fray_jupyter.controller.store import JobRow, SchemaTooNew, Store
+from fray_jupyter.controller.store import ID_LIST_CHUNK, JobRow, SchemaTooNew, Store
 from fray_jupyter.iris.proto import job_pb2 as J
 
 
@@ -268,3 +268,18 @@ def test_a_version_2_store_gains_budgets_and_unstamped_task_bands(tmp_path: Path
     assert store.user_budgets() == {"alice": (200, J.PRIORITY_BAND_BATCH)}
     store.close()
     assert Store(path).user_budgets() == {"alice": (200, J.PRIORITY_BAND_BATCH)}  # kept across restarts
+
+
+def test_lookups_by_many_ids_answer_past_one_id_list(tmp_path: Path) -> None:
+    """Lookups that take any number of ids read them in chunks (``ID_LIST_CHUNK``); the answer is
+    the same as for one list."""
+    store = Store(tmp_path / "db.sqlite3")
+    with store.transaction():
+        for parent in ("/alice/first", "/alice/last"):
+            store.insert_job(_job(parent, replicas=1))
+            store.insert_job(_child(f"{parent}/step", parent))
+    asked = ["/alice/first", *(f"/alice/absent-{i}" for i in range(2 * ID_LIST_CHUNK)), "/alice/last"]
+    assert store.parents_among(asked) == {"/alice/first", "/alice/last"}
+    assert store.job_states(asked) == {"/alice/first": J.JOB_STATE_PENDING, "/alice/last": J.JOB_STATE_PENDING}
+    counts = store.task_state_counts(asked)
+    assert len(counts) == len(asked) and counts["/alice/last"] == {J.TASK_STATE_PENDING: 1}

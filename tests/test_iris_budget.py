@@ -46,6 +46,8 @@ def test_bands_by_name_and_rank() -> None:
         b.band_value("urgent")
     with pytest.raises(ValueError):
         b.band_rank(J.PRIORITY_BAND_INHERIT)
+    with pytest.raises(ValueError, match=r"band 0 \(inherit\) has no scheduling rank: it must be one of system, "):
+        b.band_rank(J.PRIORITY_BAND_INHERIT)
     assert b.band_error(5) is not None and b.band_error(J.PRIORITY_BAND_INHERIT) is None
 
 

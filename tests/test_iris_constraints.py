@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fray_jupyter.iris.constraints import Constraint, convert_constraints, strip_any_region
+from fray_jupyter.iris.placement import Rule
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.resources import ANY_REGION, CpuConfig, GpuConfig, ResourceConfig, TpuConfig
 
@@ -180,3 +181,15 @@ def test_unknown_op_is_a_value_error_naming_it() -> None:
 def test_device_variant_uses_the_primary_variant_as_written() -> None:
     rc = RC(device=GpuConfig("h100", count=2), device_alternatives=["H200"])
     assert convert_constraints(rc)[0].values == ("h100", "h200")
+
+
+@pytest.mark.parametrize("constraint", [
+    Constraint("region", "EQ", ("us-east5",)), Constraint("device-variant", "IN", ("v5p-8", "v5p-16")),
+    Constraint("region", "EXISTS"), Constraint("zone", "NOT_EXISTS", mode="PREFERRED"), Constraint("tier", "GE", ("2",)),
+])
+def test_a_wire_constraint_reads_back_as_iris_reads_it(constraint: Constraint) -> None:
+    """``from_proto`` undoes ``to_proto`` and reads the same operator and values the placement rules do."""
+    proto = constraint.to_proto()
+    assert Constraint.from_proto(proto) == constraint
+    rule = Rule.from_proto(proto)
+    assert (rule.op, rule.values, rule.soft) == (constraint.op, constraint.values, constraint.mode == "PREFERRED")

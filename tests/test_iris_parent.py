@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from google.protobuf import json_format
 
 from fray_jupyter.iris.constraints import Constraint
 from fray_jupyter.iris.convert import EnvironmentSpec
@@ -78,3 +79,15 @@ def test_plan_inside_a_task_makes_a_child_and_says_what_it_inherits(monkeypatch:
     assert child.warnings[-1] == ("a child job of /bob/coord (submitted from its task): id /bob/coord/train; "
                                   "inherits env WANDB_MODE")
     assert plan(job, user="alice", parent=None).job_id == "/alice/train"
+
+
+def test_the_childs_warning_names_the_constraints_it_inherits_not_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    zone = json_format.MessageToDict(Constraint("zone", "EQ", ("us-central1-a",)).to_proto())
+    monkeypatch.setenv("IRIS_TASK_ID", "/bob/coord/0:0")
+    monkeypatch.setenv("IRIS_JOB_CONSTRAINTS", json.dumps([zone]))
+    monkeypatch.setenv("IRIS_WORKER_REGION", "us-central1")
+    job = JobRequest(name="train", entrypoint=Entrypoint.from_binary("true", []),
+                     resources=ResourceConfig.with_tpu("v5p-8", preemptible=False))
+    child = plan(job)
+    assert [c.key for c in child.request.constraints] == ["zone", "preemptible", "region"]
+    assert child.warnings[-1].endswith("; inherits constraints zone EQ us-central1-a, region EQ us-central1")

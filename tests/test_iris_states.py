@@ -17,6 +17,7 @@ from fray_jupyter.iris.states import (
     job_depth,
     job_state_from_name,
     job_state_name,
+    job_user,
     job_user_and_name,
     log_key,
     parent_job_id,
@@ -75,6 +76,7 @@ def test_ids_and_keys_compose_and_parse_back() -> None:
     assert split_key(log_key(task, 2)) == (task, 2)
     assert task_index("/alice/train/eval") is None and task_label("solo") == "solo"
     assert job_user_and_name("/alice/train/eval") == ("alice", "train/eval")
+    assert job_user("/alice/train/eval") == job_user("/alice/train") == "alice"
 
 
 def test_a_child_id_is_its_parents_plus_its_name_and_a_root_has_no_parent() -> None:

@@ -25,6 +25,8 @@ def test_walk_is_depth_first_parent_before_children_with_depths() -> None:
     assert shown == [(1, "/a/c/train"), (2, "/a/c/train/sub"), (1, "/a/c/eval")]
     assert tree().unlisted("/a/c") == 1 and tree().unlisted("/a/c/train") == 0 and tree().below("/a/c/eval") == ()
     assert tree().find("/a/c/train/sub") == job("/a/c/train/sub") and tree().find("/a/c/x") is None
+    once = tree()
+    assert [once.find(job_id) for job_id in ("/a/c", "/a/c/eval", "/a/c/x")] == [job("/a/c"), job("/a/c/eval"), None]
 
 
 def test_settled_when_the_root_and_every_listed_job_ended() -> None:

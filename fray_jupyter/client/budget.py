@@ -15,8 +15,9 @@ from typing import Final, Protocol
 from fray_jupyter.client.cache import CACHE_SECONDS, Expiring
 from fray_jupyter.client.errors import FrayError
 from fray_jupyter.client.fit import PlanLike
-from fray_jupyter.iris.budget import BudgetPicture, budget_picture, user_of
+from fray_jupyter.iris.budget import BudgetPicture, budget_picture
 from fray_jupyter.iris.proto import controller_pb2
+from fray_jupyter.iris.states import job_user
 
 C = controller_pb2.Controller
 NO_CONTROLLER: Final[str] = "no controller answered"
@@ -70,6 +71,6 @@ def budget(plan: PlanLike, client: BudgetSource | None, *, max_age: float = CACH
     request = plan.request
     if client is None:
         return budget_picture(request, budget_note=why, queue_note=why)
-    user = user_of(request.name)
+    user = job_user(request.name)
     answer, budget_note, state, state_note = CACHE.get((client.url, user), max_age, lambda: _ask(client, user))
     return budget_picture(request, answer, state, budget_note=budget_note, queue_note=state_note)

@@ -44,10 +44,9 @@ from fray_jupyter.iris.budget import (
     scheduling_order,
     spend_by_user,
     task_value,
-    user_of,
 )
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
-from fray_jupyter.iris.states import parent_job_id
+from fray_jupyter.iris.states import job_user, parent_job_id
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -98,9 +97,9 @@ class Budgets:
             return cached
         job = self.store.job(job_id)
         if job is None or job.id != row_id:
-            return Terms(user_of(job_id), J.PRIORITY_BAND_INTERACTIVE, 0)
+            return Terms(job_user(job_id), J.PRIORITY_BAND_INTERACTIVE, 0)
         request = C.LaunchJobRequest.FromString(job.request)
-        terms = Terms(user_of(job_id), resolve_band(request.priority_band),
+        terms = Terms(job_user(job_id), resolve_band(request.priority_band),
                       task_value(J.ResourceSpecProto.FromString(job.resources)))
         if len(self._terms) >= MAX_CACHED_JOBS:
             self._terms.clear()
@@ -140,7 +139,7 @@ class Budgets:
         parent = self.store.job(parent_id) if parent_id else None
         inherited = self.terms(parent.job_id, parent.id).band if parent is not None else None
         band = resolve_band(request.priority_band, inherited)
-        user = user_of(request.name)
+        user = job_user(request.name)
         refusal = max_band_refusal(user, band, self.budget(user)[1])
         if refusal is not None:
             raise RpcError(Code.PERMISSION_DENIED, refusal)
@@ -185,7 +184,7 @@ class Budgets:
         for (job_id, _, _, count), (user, band) in zip(pending, bands, strict=True):
             response.pending_buckets.add(band=band, user_id=user, job_id=job_id, count=count)
         for job_id, _, band, count in self.store.task_counts([J.TASK_STATE_RUNNING]):
-            response.running_buckets.add(band=band, user_id=user_of(job_id), job_id=job_id, count=count)
+            response.running_buckets.add(band=band, user_id=job_user(job_id), job_id=job_id, count=count)
         response.total_pending = sum(bucket.count for bucket in response.pending_buckets)
         response.total_running = sum(bucket.count for bucket in response.running_buckets)
         standing = {**{user: (self.default_limit, self.default_max_band) for user in spend}, **rows}

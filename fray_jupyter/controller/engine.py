@@ -164,20 +164,22 @@ class Engine:
         return [running for running in self.running.values() if running.job.job_id == job_id
                 and not running.forgotten and (idx is None or running.idx == idx)]
 
-    def pending_reason(self, job_id: str) -> str:
+    def pending_reason(self, job_id: str, ledger: scheduler.SlotLedger | None = None) -> str:
         """Why a PENDING job has not started: Iris's reason when the cluster can never place it,
-        else ``slot_reason`` (empty when it is not waiting)."""
+        else ``slot_reason`` (empty when it is not waiting; ``ledger`` as there)."""
         queued = self.queue.get(job_id)
-        return queued.hold if queued is not None and queued.hold else self.slot_reason(job_id)
+        return queued.hold if queued is not None and queued.hold else self.slot_reason(job_id, ledger)
 
-    def slot_reason(self, job_id: str) -> str:
+    def slot_reason(self, job_id: str, ledger: scheduler.SlotLedger | None = None) -> str:
         """Why the job's queued tasks wait for this controller's task slots ("" when none wait for
-        them: not queued, or held for ever by the cluster's rules)."""
+        them: not queued, or held for ever by the cluster's rules). ``ledger`` is ``slot_ledger()``
+        read once by a caller asking about many jobs in one event loop turn (a ListJobs page);
+        None reads it now."""
         queued = self.queue.get(job_id)
         if queued is None or queued.hold:
             return ""
         holding = len(self._live(job_id))
-        free = self.slot_ledger().available(job_id)
+        free = (ledger if ledger is not None else self.slot_ledger()).available(job_id)
         return scheduler.pending_reason(queued, free, self.slots, len(self.queue), holding)
 
     def slot_ledger(self) -> scheduler.SlotLedger:

@@ -32,20 +32,16 @@ from collections.abc import Callable
 from typing import Any, Final, cast
 
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import LEVEL_CONDITION, LogRow, Store
+from fray_jupyter.controller.store import LEVEL_CONDITION, LogRow, Store, like_pattern
 from fray_jupyter.iris.loglines import log_level, min_level_value
 from fray_jupyter.iris.proto import finelog_logging_pb2
-from fray_jupyter.iris.states import log_key, task_id_for
+from fray_jupyter.iris.states import descendant_bounds, log_key, task_id_for
 
 F = finelog_logging_pb2
 DEFAULT_MAX_LINES: Final[int] = 1000
 MAX_LINES: Final[int] = 100_000
 _KEY_SQL: Final[str] = "(job_id || '/' || idx || ':' || attempt)"
 _EXACT_KEY: Final[re.Pattern[str]] = re.compile(r"(/[^/]+(?:/[^/]+)+)/(0|[1-9][0-9]*):(0|[1-9][0-9]*)")
-
-
-def _like_prefix(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _compile(pattern: str, what: str) -> re.Pattern[str]:
@@ -70,7 +66,7 @@ def _prefix_conditions(source: str) -> tuple[list[str], list[Any]]:
         return [], []
     params: list[Any]
     if source[-1] == "/":
-        clauses, params = ["job_id = ?", "(job_id >= ? AND job_id < ?)"], [source[:-1], source, source[:-1] + "0"]
+        clauses, params = ["job_id = ?", "(job_id >= ? AND job_id < ?)"], [source[:-1], *descendant_bounds(source[:-1])]
     elif ord(source[-1]) < 0x10FFFF:
         clauses, params = ["(job_id >= ? AND job_id < ?)"], [source, _after(source)]
     else:
@@ -78,7 +74,7 @@ def _prefix_conditions(source: str) -> tuple[list[str], list[Any]]:
     head, _, rest = source.rpartition("/")
     if head and rest:
         clauses.append("(job_id = ? AND (idx || ':' || attempt) LIKE ? ESCAPE '\\')")
-        params += [head, _like_prefix(rest)]
+        params += [head, like_pattern(rest, prefix=True)]
     return ["(" + " OR ".join(clauses) + ")"], params
 
 

@@ -84,9 +84,9 @@ SYSTEM_PATH: Final[tuple[str, ...]] = ("/usr/local/sbin", "/usr/local/bin", "/us
 PASS_ENV_VAR: Final[str] = "FRAY_CONTROLLER_PASS_ENV"
 """Comma-separated names of controller variables tasks also get (as ``--pass-env``)."""
 OUTPUT_DIRNAME: Final[str] = ".iris-outputs"
+"""``$IRIS_OUTPUT_DIR`` inside the attempt's work dir (Iris's name on a process worker)."""
 INHERITED_CONSTRAINT_KEYS: Final[frozenset[str]] = frozenset({"region", "zone"})
 """Constraint keys a task passes on to child jobs in ``IRIS_JOB_CONSTRAINTS`` (Iris's set of the same name)."""
-"""``$IRIS_OUTPUT_DIR`` inside the attempt's work dir (Iris's name on a process worker)."""
 _READ_CHUNK: Final[int] = 64 * 1024
 _LINE_BREAK: Final[re.Pattern[bytes]] = re.compile(rb"\r\n|\r|\n")
 

@@ -22,12 +22,9 @@ classes), or raises ``RpcError`` with a Connect/gRPC code. Semantics follow Iris
   and be unfinished, else FAILED_PRECONDITION with Iris's words ("parent job … is absent from the
   database", "… has terminated (state=…)"), checked before the cluster profile and the existing
   name, as Iris orders its checks. A child's name cannot be an integer (``validation``).
-* ListJobs: ``limit`` 0 or above 500 means 500 (as the real controller), ``offset`` above 5000 is
-  INVALID_ARGUMENT (Iris's ``MAX_LIST_JOBS_OFFSET``); default sort is by submission date, newest
-  first; ``state_filter`` that names no state gives an empty page. ``scope``: ALL (every job),
-  ROOTS (jobs without a parent), CHILDREN (the direct children of ``parent_job_id``; required:
-  INVALID_ARGUMENT without it, or when it is no job id). Each row has ``has_children``; as in
-  Iris 0.2.227 a listed row leaves ``parent_job_id`` empty, GetJobStatus fills it.
+* ListJobs: paging, scopes, filters and sort orders as Iris's (see ``listing``). Each row has
+  ``has_children``; as in Iris 0.2.227 a listed row leaves ``parent_job_id`` empty, GetJobStatus
+  fills it.
 * TerminateJob kills the job's unfinished tasks and every unfinished job below it, finished or
   not (Iris's ``cancel_job`` walks the whole subtree); the job itself ends "Terminated by user",
   the ones below "Parent job terminated".
@@ -53,45 +50,25 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Final, cast
 
-from fray_jupyter.controller import users, validation, views
+from fray_jupyter.controller import listing, users, validation, views
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine, now_ms
 from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import JobRow, Store, TaskRow
+from fray_jupyter.controller.store import Descendant, JobRow, Store, TaskRow
 from fray_jupyter.controller.taskstatus import TaskStatusText
 from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES, root_cause_highlights
 from fray_jupyter.iris.loglines import min_level_value
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
-from fray_jupyter.iris.states import (
-    JOB_STATE_SORT_ORDER,
-    MAX_LIST_JOBS_LIMIT,
-    MAX_LIST_JOBS_OFFSET,
-    TERMINAL_JOB_STATES,
-    job_state_from_name,
-    parent_job_id,
-    task_id_for,
-)
+from fray_jupyter.iris.states import TERMINAL_JOB_STATES, parent_job_id, task_id_for
 
 C = controller_pb2.Controller
 J = job_pb2
 _DIGEST: Final[re.Pattern[str]] = re.compile(r"[0-9a-f]{64}")
 DEFAULT_LOG_LINES: Final[int] = 10_000
 MAX_LOG_LINES: Final[int] = 100_000
-_STATE_ORDER_SQL: Final[str] = (
-    "CASE state " + " ".join(f"WHEN {state} THEN {rank}" for state, rank in JOB_STATE_SORT_ORDER.items()) + " ELSE 99 END"
-)
-_SORT_COLUMNS: Final[dict[int, str]] = {
-    C.JOB_SORT_FIELD_DATE: "submitted_ms", C.JOB_SORT_FIELD_NAME: "name", C.JOB_SORT_FIELD_STATE: _STATE_ORDER_SQL,
-    C.JOB_SORT_FIELD_FAILURES: "failure_count", C.JOB_SORT_FIELD_PREEMPTIONS: "preemption_count",
-}
-
-
-def _like_pattern(text: str, *, prefix: bool) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"{escaped}%" if prefix else f"%{escaped}%"
 
 
 class ControllerService:
@@ -223,53 +200,17 @@ class ControllerService:
         return J.Empty()
 
     def list_jobs(self, request: C.ListJobsRequest) -> C.ListJobsResponse:
-        """One page of jobs matching ``request.query`` (see the module rules)."""
-        query = request.query
-        limit = query.limit if 0 < query.limit <= MAX_LIST_JOBS_LIMIT else MAX_LIST_JOBS_LIMIT
-        offset = max(query.offset, 0)
-        if offset > MAX_LIST_JOBS_OFFSET:
-            raise RpcError(Code.INVALID_ARGUMENT,
-                           f"query.offset={offset} exceeds MAX_LIST_JOBS_OFFSET={MAX_LIST_JOBS_OFFSET}; narrow the "
-                           "result set with state_filter/name_filter/parent_job_id instead of paging deeper.")
-        conditions, params = self._scope(query)
-        if query.state_filter:
-            state = job_state_from_name(query.state_filter)
-            if state is None:
-                return C.ListJobsResponse()
-            conditions.append("state = ?")
-            params.append(state)
-        for column, text, prefix in (("name", query.name_filter.lower(), False),
-                                     ("job_id", query.job_id_prefix, True)):
-            if text:
-                conditions.append(f"{column} LIKE ? ESCAPE '\\'")
-                params.append(_like_pattern(text, prefix=prefix))
-        field = query.sort_field or C.JOB_SORT_FIELD_DATE
-        direction = query.sort_direction or (
-            C.SORT_DIRECTION_DESC if field == C.JOB_SORT_FIELD_DATE else C.SORT_DIRECTION_ASC)
-        word = "DESC" if direction == C.SORT_DIRECTION_DESC else "ASC"
-        order = f"{_SORT_COLUMNS.get(field, 'submitted_ms')} {word}, id {word}"
-        rows, total = self.store.query_jobs(" AND ".join(conditions) or "1", params, order, limit, offset)
+        """One page of jobs matching ``request.query`` (see ``listing``)."""
+        page = listing.jobs_query(request.query)
+        if page is None:
+            return C.ListJobsResponse()
+        rows, total = self.store.query_jobs(page.where, page.params, page.order, page.limit, page.offset)
         ids = [row.job_id for row in rows]
         counts, parents = self.store.task_state_counts(ids), self.store.parents_among(ids)
-        jobs = [views.job_status(row, counts[row.job_id], self.engine.pending_reason(row.job_id),
+        ledger = self.engine.slot_ledger()  # once per page, not per row: it reads every running and queued job
+        jobs = [views.job_status(row, counts[row.job_id], self.engine.pending_reason(row.job_id, ledger),
                                  has_children=row.job_id in parents) for row in rows]
-        return C.ListJobsResponse(jobs=jobs, total_count=total, has_more=offset + limit < total)
-
-    @staticmethod
-    def _scope(query: C.JobQuery) -> tuple[list[str], list[Any]]:
-        """The SQL condition of the query's scope (every job, roots only, or one job's children)."""
-        if query.scope == C.JOB_QUERY_SCOPE_ROOTS:
-            return ["parent_job_id = ''"], []
-        if query.scope != C.JOB_QUERY_SCOPE_CHILDREN:
-            return [], []
-        if not query.parent_job_id:
-            raise RpcError(Code.INVALID_ARGUMENT, "query.parent_job_id is required for JOB_QUERY_SCOPE_CHILDREN")
-        try:
-            validation.job_id_user(query.parent_job_id)
-        except RpcError:
-            raise RpcError(Code.INVALID_ARGUMENT, f"query.parent_job_id {query.parent_job_id!r} is not a job id "
-                                                  "('/<user>/<name>[/<child>…]')") from None
-        return ["parent_job_id = ?"], [query.parent_job_id]
+        return C.ListJobsResponse(jobs=jobs, total_count=total, has_more=page.offset + page.limit < total)
 
     # -- tasks ----------------------------------------------------------------------------------
     def list_tasks(self, request: C.ListTasksRequest) -> C.ListTasksResponse:
@@ -311,7 +252,9 @@ class ControllerService:
         job, idx, attempt = self._resolve(request.id, allow_job=True)
         if request.HasField("attempt_id") and request.attempt_id >= 0:
             attempt = request.attempt_id
-        jobs = [job, *self.store.descendants(job.job_id)] if request.include_children and idx is None else [job]
+        jobs: list[JobRow | Descendant] = [job]
+        if request.include_children and idx is None:
+            jobs += self.store.descendants(job.job_id)
         ids = [one.job_id for one in jobs]
         limit = min(request.max_total_lines or DEFAULT_LOG_LINES, MAX_LOG_LINES)
         newest_id = self.store.last_log_id(ids)

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple, cast
 
 from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
-from fray_jupyter.iris.loglines import log_level
+from fray_jupyter.iris.loglines import Level, log_level, passes_min_level
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import descendant_bounds, parent_job_id
 
@@ -58,6 +58,13 @@ class JobRow:
     cleaned_ms: int | None = None
     parent_job_id: str = ""
     """The job this one is a child of ("" for a root job)."""
+
+
+class Descendant(NamedTuple):
+    """A job below another (``Store.descendants``): what walking a tree needs of it."""
+
+    job_id: str
+    replicas: int
 
 
 @dataclass
@@ -109,10 +116,34 @@ class LogRow:
     data: str
 
 
-LEVEL_FUNCTION: Final[str] = "fray_log_level"
-LEVEL_CONDITION: Final[str] = f"({LEVEL_FUNCTION}(source, data) >= ? OR {LEVEL_FUNCTION}(source, data) = 0)"
+LEVEL_FUNCTION: Final[str] = "fray_passes_min_level"
+LEVEL_CONDITION: Final[str] = f"{LEVEL_FUNCTION}(source, data, ?)"
 """SQL keeping the log rows whose level (Iris's, ``iris.loglines.log_level`` of stream and text)
-passes a ``min_level`` given as the one parameter; UNKNOWN (0) always passes."""
+passes a ``min_level`` given as the one parameter, by ``iris.loglines.passes_min_level`` (UNKNOWN
+always passes)."""
+
+
+def _passes_min_level(source: str, data: str, minimum: int) -> bool:
+    return passes_min_level(log_level(source, data), cast(Level, minimum))
+
+
+ID_LIST_CHUNK: Final[int] = 500
+"""Ids per ``IN (…)`` list when a lookup takes any number of them (far under SQLite's limit on
+bound parameters)."""
+
+
+def _id_lists(ids: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+    """``ids`` in chunks of ``ID_LIST_CHUNK``, each with its ``?, ?, …`` placeholders."""
+    for start in range(0, len(ids), ID_LIST_CHUNK):
+        chunk = list(ids[start:start + ID_LIST_CHUNK])
+        yield ", ".join("?" * len(chunk)), chunk
+
+
+def like_pattern(text: str, *, prefix: bool) -> str:
+    """A ``LIKE … ESCAPE '\\'`` pattern matching ``text`` literally (``%``, ``_`` and ``\\`` are
+    plain characters): at the start of a value (``prefix``), else anywhere in it."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"{escaped}%" if prefix else f"%{escaped}%"
 
 
 def _columns(row_type: type[Any]) -> str:
@@ -137,7 +168,7 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._migrate()
-        self.define_function(LEVEL_FUNCTION, 2, log_level)
+        self.define_function(LEVEL_FUNCTION, 3, _passes_min_level)
         self.on_change: Callable[[str], None] = lambda job_id: None
         """Called with the job id after every write to a job, its tasks or its logs, and with its
         parent's id too when a child job is added, removed or changes state (the change feed)."""
@@ -216,20 +247,18 @@ class Store:
             self.on_change(parent)
 
     # -- trees --------------------------------------------------------------------------------
-    def descendants(self, job_id: str) -> list[JobRow]:
+    def descendants(self, job_id: str) -> list[Descendant]:
         """Every job below ``job_id`` (children, theirs, …), in submission order (a parent before
-        its children)."""
+        its children): ids and task counts only, never the stored requests (a sweep's can be
+        megabytes, and a tree's log reads ask for its jobs at every poll)."""
         low, high = descendant_bounds(job_id)
-        rows = self._db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id >= ? AND job_id < ? ORDER BY id",
-                                (low, high)).fetchall()
-        return [JobRow(*row) for row in rows]
+        return [Descendant(*row) for row in self._db.execute(
+            "SELECT job_id, replicas FROM jobs WHERE job_id >= ? AND job_id < ? ORDER BY id", (low, high))]
 
     def parents_among(self, job_ids: Sequence[str]) -> set[str]:
         """Those of ``job_ids`` that have at least one child job (in any state)."""
         found: set[str] = set()
-        for start in range(0, len(job_ids), 500):
-            chunk = list(job_ids[start:start + 500])
-            marks = ", ".join("?" * len(chunk))
+        for marks, chunk in _id_lists(job_ids):
             found.update(row[0] for row in self._db.execute(
                 f"SELECT DISTINCT parent_job_id FROM jobs WHERE parent_job_id IN ({marks})", chunk))
         return found
@@ -332,9 +361,7 @@ class Store:
     def job_states(self, job_ids: Sequence[str]) -> dict[str, int]:
         """``job_id → state`` for the known ids among ``job_ids``."""
         result: dict[str, int] = {}
-        for start in range(0, len(job_ids), 500):
-            chunk = list(job_ids[start:start + 500])
-            marks = ", ".join("?" * len(chunk))
+        for marks, chunk in _id_lists(job_ids):
             result.update(self._db.execute(
                 f"SELECT job_id, state FROM jobs WHERE job_id IN ({marks})", chunk
             ).fetchall())
@@ -361,9 +388,7 @@ class Store:
     def task_state_counts(self, job_ids: Sequence[str]) -> dict[str, dict[int, int]]:
         """``job_id → {task state → count}`` for each of ``job_ids``."""
         result: dict[str, dict[int, int]] = {job_id: {} for job_id in job_ids}
-        for start in range(0, len(job_ids), 500):
-            chunk = list(job_ids[start:start + 500])
-            marks = ", ".join("?" * len(chunk))
+        for marks, chunk in _id_lists(job_ids):
             for job_id, state, count in self._db.execute(
                 f"SELECT job_id, state, count(*) FROM tasks WHERE job_id IN ({marks}) GROUP BY job_id, state",
                 chunk,

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris.states import job_user
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -53,7 +54,8 @@ def band_rank(band: int) -> int:
     try:
         return BANDS.index(band)
     except ValueError:
-        raise ValueError(f"{band} is not a real priority band") from None
+        raise ValueError(f"priority band {band} ({band_name(band)}) has no scheduling rank: it must be one of "
+                         f"{', '.join(band_name(value) for value in BANDS)}") from None
 
 
 def band_name(band: int) -> str:
@@ -137,11 +139,6 @@ def effective_band(band: int, spent: int, limit: int) -> int:
     if band in ADMIN_BANDS or not over_budget(spent, limit):
         return band
     return J.PRIORITY_BAND_BATCH
-
-
-def user_of(job_id: str) -> str:
-    """The budget user of a job: ``/alice/train/eval`` → ``alice``."""
-    return job_id.lstrip("/").partition("/")[0]
 
 
 def scheduling_order(pending: Sequence[tuple[str, int]], spend: Mapping[str, int]) -> list[int]:
@@ -325,7 +322,7 @@ def budget_picture(request: C.LaunchJobRequest, budget: C.GetUserBudgetResponse 
     """The ``BudgetPicture`` of ``request`` (its band resolved as LaunchJob resolves it, ``inherited``
     being a child's parent band) against the controller's answers; a missing answer leaves its part
     unknown, with ``budget_note`` / ``queue_note`` saying why."""
-    user = user_of(request.name)
+    user = job_user(request.name)
     band = resolve_band(request.priority_band, inherited)
     picture = BudgetPicture(user=user, band=band, replicas=max(request.replicas, 1),
                             task_value=task_value(request.resources), task_terms=_terms(request.resources),
@@ -349,6 +346,6 @@ def spend_by_user(active: Iterable[tuple[str, int, int, int]]) -> dict[str, int]
     spend: dict[str, int] = {}
     for job_id, band, value, count in active:
         if counts_toward_budget(band):
-            user = user_of(job_id)
+            user = job_user(job_id)
             spend[user] = spend.get(user, 0) + value * count
     return spend

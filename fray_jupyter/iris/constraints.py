@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, cast
 
+from fray_jupyter.iris.placement import wire_operands
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.resources.config import ANY_REGION, ResourceConfig
 from fray_jupyter.resources.devices import CpuConfig
@@ -18,7 +19,6 @@ CONSTRAINT_ARITY: Final[Mapping[str, tuple[int, int | None]]] = {
 }
 REGION, ZONE, PREEMPTIBLE, DEVICE_VARIANT, CLUSTER = "region", "zone", "preemptible", "device-variant", "cluster"
 _MODES: Final[dict[int, str]] = {v: k.removeprefix("CONSTRAINT_MODE_") for k, v in job_pb2.ConstraintMode.items()}
-_OP_NAMES: Final[dict[int, str]] = {v: k.removeprefix("CONSTRAINT_OP_") for k, v in job_pb2.ConstraintOp.items()}
 
 
 @dataclass(frozen=True)
@@ -49,15 +49,10 @@ class Constraint:
 
     @classmethod
     def from_proto(cls, proto: job_pb2.Constraint) -> Constraint:
-        """A wire constraint with string values (the only kind Fray sends and a task passes on):
-        IN reads ``values``, EXISTS/NOT_EXISTS none, every other op the single ``value``."""
-        op = _OP_NAMES.get(proto.op, "EQ")
-        values: tuple[str, ...] = ()
-        if op == "IN":
-            values = tuple(v.string_value for v in proto.values)
-        elif op not in ("EXISTS", "NOT_EXISTS"):
-            values = (proto.value.string_value,)
-        return cls(proto.key, op, values, _MODES.get(proto.mode, "REQUIRED"))
+        """A wire constraint with string values (the only kind Fray sends and a task passes on),
+        its values read as Iris reads them (``placement.wire_operands``)."""
+        op, values = wire_operands(proto)
+        return cls(proto.key, op, tuple(v.string_value for v in values), _MODES.get(proto.mode, "REQUIRED"))
 
     def to_proto(self) -> job_pb2.Constraint:
         """Wire form: IN fills ``values``, EXISTS/NOT_EXISTS neither, other ops the single ``value``."""

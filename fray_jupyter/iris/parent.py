@@ -36,7 +36,7 @@ from fray_jupyter.iris.constraints import REGION, Constraint
 from fray_jupyter.iris.convert import EnvironmentSpec
 from fray_jupyter.iris.placement import merge_constraints
 from fray_jupyter.iris.proto import job_pb2
-from fray_jupyter.iris.states import child_job_id, is_task_index, parse_task_attempt
+from fray_jupyter.iris.states import child_job_id, is_task_index, job_user, parse_task_attempt
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class ParentJob:
     @property
     def user(self) -> str:
         """The submitting user of the whole tree (the id's first component)."""
-        return self.job_id.split("/")[1]
+        return job_user(self.job_id)
 
     def child_id(self, name: str) -> str:
         """The id of this job's child ``name``; ``ValueError`` for an integer name (it names a task)."""

@@ -45,7 +45,8 @@ CANONICAL_KEYS: Final[frozenset[str]] = frozenset({"device-type", "device-varian
 ROUTING_KEYS: Final[frozenset[str]] = CANONICAL_KEYS
 AVAILABILITY_PREFIX: Final[str] = "availability:"
 CLUSTER_KEY: Final[str] = "cluster"
-_OPS: Final[dict[int, str]] = {v: k.removeprefix("CONSTRAINT_OP_") for k, v in job_pb2.ConstraintOp.items()}
+OP_NAMES: Final[dict[int, str]] = {v: k.removeprefix("CONSTRAINT_OP_") for k, v in job_pb2.ConstraintOp.items()}
+"""``ConstraintOp`` number → operator name (``CONSTRAINT_OP_IN`` → ``"IN"``)."""
 _GLYPHS: Final[dict[str, str]] = {"EQ": "==", "NE": "!=", "GT": ">", "GE": ">=", "LT": "<", "LE": "<="}
 _ZONE: Final = re.compile(r".+-[a-z]$")
 Value = str | int | float
@@ -63,14 +64,8 @@ class Rule:
 
     @classmethod
     def from_proto(cls, proto: job_pb2.Constraint) -> Rule:
-        """Iris's ``Constraint.from_proto``: EXISTS/NOT_EXISTS take no value, IN its ``values``, the rest ``value``."""
-        op = _OPS.get(proto.op, "EQ")
-        if op in ("EXISTS", "NOT_EXISTS"):
-            raw: Iterable[job_pb2.AttributeValue] = ()
-        elif op == "IN":
-            raw = proto.values
-        else:
-            raw = (proto.value,)
+        """Iris's ``Constraint.from_proto`` (``wire_operands``), each value as Iris compares it."""
+        op, raw = wire_operands(proto)
         return cls(proto.key, op, tuple(_value(v) for v in raw), proto.mode == job_pb2.CONSTRAINT_MODE_PREFERRED)
 
     def matches(self, attribute: Value | None) -> bool:
@@ -99,6 +94,16 @@ class Rule:
         if self.op == "IN":
             return f"{self.key} in {{{', '.join(str(v) for v in self.values)}}}"
         return f"{self.key}{_GLYPHS[self.op]}{self.values[0]}"
+
+
+def wire_operands(proto: job_pb2.Constraint) -> tuple[str, Sequence[job_pb2.AttributeValue]]:
+    """A wire constraint's operator name and the values Iris's ``Constraint.from_proto`` reads for
+    it: none for EXISTS/NOT_EXISTS, ``values`` for IN, the single ``value`` for any other op (an
+    op number it does not know reads as EQ)."""
+    op = OP_NAMES.get(proto.op, "EQ")
+    if op in ("EXISTS", "NOT_EXISTS"):
+        return op, ()
+    return op, proto.values if op == "IN" else (proto.value,)
 
 
 def _value(proto: job_pb2.AttributeValue) -> Value:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -166,13 +167,15 @@ def _warnings(
     return notes
 
 
-def _inherited(parent: ParentJob, job: JobRequest, environment: EnvironmentSpec, sent: list[Constraint]) -> str:
-    """The warning naming what a child job takes from its parent."""
+def _inherited(parent: ParentJob, job: JobRequest, environment: EnvironmentSpec, own: Sequence[Constraint],
+               sent: Sequence[Constraint]) -> str:
+    """The warning naming what a child job takes from its parent (``own``: its Fray constraints,
+    ``sent``: those it is sent with)."""
     own_env = job.environment.env_vars if job.environment is not None else {}
     taken = [f"env {', '.join(sorted(set(parent.env) - set(own_env)))}"] if set(parent.env) - set(own_env) else []
     if parent.setup_scripts and environment.setup_scripts == parent.setup_scripts:
         taken.append(f"{len(parent.setup_scripts)} setup script(s)")
-    own_keys = {c.key for c in convert_constraints(job.resources)}
+    own_keys = {c.key for c in own}
     if inherited := [str(c) for c in sent if c.key not in own_keys]:
         taken.append("constraints " + ", ".join(inherited))
     return (f"a child job of {parent.job_id} (submitted from its task): id {parent.child_id(job.name)}"
@@ -242,7 +245,7 @@ def translate(
 
     warnings = _warnings(job, spec, requested, replicas, fray_constraints)
     if parent is not None:
-        warnings.append(_inherited(parent, job, environment, wire_constraints))
+        warnings.append(_inherited(parent, job, environment, fray_constraints, wire_constraints))
     return Translation(
         job=job, user=user, job_id=request.name, parent=parent, resources=spec, fray_constraints=tuple(fray_constraints),
         wire_constraints=tuple(wire_constraints), requested_replicas=requested, replicas=replicas,

@@ -108,6 +108,12 @@ def job_user_and_name(job_id: str) -> tuple[str, str]:
     return user, name
 
 
+def job_user(job_id: str) -> str:
+    """The submitting user of a job or child job (the one its budget is charged to): the first
+    component, ``"/alice/train/eval"`` → ``"alice"``."""
+    return job_user_and_name(job_id)[0]
+
+
 def split_key(key: str) -> tuple[str, int]:
     """A log row's key → (task id, attempt): ``"/alice/train/0:1"`` → ``("/alice/train/0", 1)``; a
     key without an attempt suffix is ``(key, 0)``."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Final
 
 from fray_jupyter.iris.proto import job_pb2
@@ -60,9 +61,16 @@ class JobTree:
 
     def find(self, job_id: str) -> job_pb2.JobStatus | None:
         """The root or a listed job below it by id, else None."""
-        if job_id == self.root.job_id:
-            return self.root
-        return next((job for job in self.jobs() if job.job_id == job_id), None)
+        return self._by_id.get(job_id)
+
+    @cached_property
+    def _by_id(self) -> dict[str, job_pb2.JobStatus]:
+        """The root and every listed job by id, built at the first ``find`` (a refresh asks once per
+        parent it reuses, so a walk per call would make it quadratic in the tree)."""
+        index = {self.root.job_id: self.root}
+        for job in self.jobs():
+            index.setdefault(job.job_id, job)  # the first in walk order, as a search would find it
+        return index
 
     @property
     def settled(self) -> bool:

@@ -1,0 +1,96 @@
+"""ListJobs' query over the embedded controller's ``jobs`` table: Iris's paging bounds, scopes,
+filters and sort orders, as one SQL condition, order and page (``jobs_query``).
+
+Rules (Iris 0.2.227's ``ListJobs``):
+
+* ``limit`` 0 or above 500 means 500 (``MAX_LIST_JOBS_LIMIT``); ``offset`` below 0 is 0, above
+  5000 INVALID_ARGUMENT (``MAX_LIST_JOBS_OFFSET``).
+* ``scope``: ALL (every job), ROOTS (jobs without a parent), CHILDREN (the direct children of
+  ``parent_job_id``; required: INVALID_ARGUMENT without it, or when it is no job id).
+* ``state_filter`` names one state (any case); a name that is no state gives an empty page.
+  ``name_filter`` matches inside the lower-cased name, ``job_id_prefix`` the start of the id, both
+  literally (``%`` and ``_`` are plain characters).
+* Sort: by submission date newest first unless asked otherwise; a field sorts ascending by
+  default; by state in ``JOB_STATE_SORT_ORDER``; ties by row id, in the same direction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from fray_jupyter.controller import validation
+from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.store import like_pattern
+from fray_jupyter.iris.proto import controller_pb2
+from fray_jupyter.iris.states import (
+    JOB_STATE_SORT_ORDER,
+    MAX_LIST_JOBS_LIMIT,
+    MAX_LIST_JOBS_OFFSET,
+    job_state_from_name,
+)
+
+C = controller_pb2.Controller
+_STATE_ORDER_SQL: Final[str] = (
+    "CASE state " + " ".join(f"WHEN {state} THEN {rank}" for state, rank in JOB_STATE_SORT_ORDER.items()) + " ELSE 99 END"
+)
+_SORT_COLUMNS: Final[dict[int, str]] = {
+    C.JOB_SORT_FIELD_DATE: "submitted_ms", C.JOB_SORT_FIELD_NAME: "name", C.JOB_SORT_FIELD_STATE: _STATE_ORDER_SQL,
+    C.JOB_SORT_FIELD_FAILURES: "failure_count", C.JOB_SORT_FIELD_PREEMPTIONS: "preemption_count",
+}
+
+
+@dataclass(frozen=True)
+class JobsPage:
+    """One ListJobs page as ``Store.query_jobs`` takes it: the condition (values in ``params``), the
+    order, and the page bounds."""
+
+    where: str
+    params: list[Any]
+    order: str
+    limit: int
+    offset: int
+
+
+def jobs_query(query: C.JobQuery) -> JobsPage | None:
+    """The page ``query`` asks for (see the module rules); None when its ``state_filter`` names no
+    state (the page is empty); ``RpcError`` INVALID_ARGUMENT naming a bad offset or parent."""
+    limit = query.limit if 0 < query.limit <= MAX_LIST_JOBS_LIMIT else MAX_LIST_JOBS_LIMIT
+    offset = max(query.offset, 0)
+    if offset > MAX_LIST_JOBS_OFFSET:
+        raise RpcError(Code.INVALID_ARGUMENT,
+                       f"query.offset={offset} exceeds MAX_LIST_JOBS_OFFSET={MAX_LIST_JOBS_OFFSET}; narrow the "
+                       "result set with state_filter/name_filter/parent_job_id instead of paging deeper.")
+    conditions, params = _scope(query)
+    if query.state_filter:
+        state = job_state_from_name(query.state_filter)
+        if state is None:
+            return None
+        conditions.append("state = ?")
+        params.append(state)
+    for column, text, prefix in (("name", query.name_filter.lower(), False), ("job_id", query.job_id_prefix, True)):
+        if text:
+            conditions.append(f"{column} LIKE ? ESCAPE '\\'")
+            params.append(like_pattern(text, prefix=prefix))
+    field = query.sort_field or C.JOB_SORT_FIELD_DATE
+    direction = query.sort_direction or (
+        C.SORT_DIRECTION_DESC if field == C.JOB_SORT_FIELD_DATE else C.SORT_DIRECTION_ASC)
+    word = "DESC" if direction == C.SORT_DIRECTION_DESC else "ASC"
+    order = f"{_SORT_COLUMNS.get(field, 'submitted_ms')} {word}, id {word}"
+    return JobsPage(" AND ".join(conditions) or "1", params, order, limit, offset)
+
+
+def _scope(query: C.JobQuery) -> tuple[list[str], list[Any]]:
+    """The SQL condition of the query's scope (every job, roots only, or one job's children)."""
+    if query.scope == C.JOB_QUERY_SCOPE_ROOTS:
+        return ["parent_job_id = ''"], []
+    if query.scope != C.JOB_QUERY_SCOPE_CHILDREN:
+        return [], []
+    if not query.parent_job_id:
+        raise RpcError(Code.INVALID_ARGUMENT, "query.parent_job_id is required for JOB_QUERY_SCOPE_CHILDREN")
+    try:
+        validation.job_id_user(query.parent_job_id)
+    except RpcError:
+        raise RpcError(Code.INVALID_ARGUMENT, f"query.parent_job_id {query.parent_job_id!r} is not a job id "
+                                              "('/<user>/<name>[/<child>…]')") from None
+    return ["parent_job_id = ?"], [query.parent_job_id]
