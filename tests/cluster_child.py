@@ -80,7 +80,7 @@ def twin() -> dict[str, Any]:
     deadline = time.monotonic() + 60
     while client.state([long])[long] != job_pb2.JOB_STATE_RUNNING and time.monotonic() < deadline:
         time.sleep(0.1)
-    out["listed"] = sorted(status.job_id for status in client.list().jobs)
+    out["listed"] = sorted(status.job_id for status in client.list(user="alice").jobs)
     client.terminate(long)
     out["cancelled"] = job_pb2.JobState.Name(client.wait(long, timeout=60).state)
     out["clusters"] = [[entry.name, entry.logged_in] for entry in list_clusters() if entry.name == "twin"]
