@@ -6,6 +6,7 @@ is compared on its own."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from fray_jupyter.client.client import FrayClient
@@ -19,6 +20,8 @@ CHUNKS = [
     (1, "a\r"), (1, "\nb  \t\n"), (1, "\n"), (1, "x\ry\r\nz\n"), (2, "W0101 careful\n"), (2, "[rank1] I0101 fine\n"),
     (2, "plain error\n"), (1, "no line break at the end"),
 ]
+LAST_OUT, LAST_ERR = "no line break at the end", "plain error"
+"""The last row of each stream (the script writes them last)."""
 SCRIPT = (
     "import sys, time\n"
     f"for stream, chunk in {CHUNKS!r}:\n"
@@ -35,7 +38,13 @@ def stored(client: FrayClient, workspace: Path) -> dict[str, list[tuple[str, int
                      environment=EnvironmentConfig(workspace=str(workspace), setup_scripts=[]))
     job_id = client.submit(plan(job, user="diff"))
     client.wait(job_id, timeout=120)
-    rows = [entry for page in client.log_pages(job_id) for entry in page.entries]
+    deadline = time.monotonic() + 60
+    while True:  # a genuine Iris worker ships a finished task's last rows to the log service a little later
+        rows = [entry for page in client.log_pages(job_id) for entry in page.entries]
+        last = {entry.source: entry.data for entry in rows}
+        if (last.get("stdout"), last.get("stderr")) == (LAST_OUT, LAST_ERR) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     return {source: [(entry.data, entry.level) for entry in rows if entry.source == source]
             for source in ("stdout", "stderr")}
 
