@@ -3,6 +3,7 @@ answers, and turn status codes into typed one-line errors. Uses small fake serve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -254,6 +255,74 @@ def test_grpc_loopback_calls_ignore_proxy_settings(fake_grpc: str, monkeypatch: 
     transport = GrpcTransport(fake_grpc, TOKEN)
     assert transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5) == STATUS_RESPONSE
     transport.close()
+
+
+def test_a_grpc_connection_dropped_once_while_the_port_accepts_is_waited_past(fake_grpc: str) -> None:
+    """A failed first attempt at a port that accepts is not "refused": the transport waits for the
+    next one (within the connect timeout). Here a relay drops the first connection and forwards the rest."""
+    upstream = ("127.0.0.1", int(fake_grpc.rsplit(":", 1)[1]))
+    accepted: list[int] = []
+    with socket.socket() as relay:
+        relay.bind(("127.0.0.1", 0))
+        relay.listen(8)
+        relay.settimeout(0.2)
+
+        def pipe(source: socket.socket, sink: socket.socket) -> None:
+            with contextlib.suppress(OSError):
+                while data := source.recv(65536):
+                    sink.sendall(data)
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+        stop = threading.Event()
+
+        def serve() -> None:
+            while not stop.is_set():
+                try:
+                    connection, _ = relay.accept()
+                except TimeoutError:
+                    continue
+                accepted.append(1)
+                if len(accepted) == 1:
+                    connection.close()  # the first attempt fails: grpcio reports TRANSIENT_FAILURE
+                    continue
+                server = socket.create_connection(upstream)
+                for source, sink in ((connection, server), (server, connection)):
+                    threading.Thread(target=pipe, args=(source, sink), daemon=True).start()
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        transport = GrpcTransport(f"grpc://127.0.0.1:{relay.getsockname()[1]}", TOKEN)
+        try:
+            assert transport.call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 5) == STATUS_RESPONSE
+        finally:
+            transport.close()
+            stop.set()
+            thread.join()
+    assert len(accepted) >= 2
+
+
+def test_a_port_that_accepts_but_speaks_no_grpc_is_unreachable_after_the_connect_timeout() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        stop = threading.Event()
+
+        def hang_up() -> None:
+            server.settimeout(0.2)
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    server.accept()[0].close()
+
+        thread = threading.Thread(target=hang_up, daemon=True)
+        thread.start()
+        url = f"grpc://127.0.0.1:{server.getsockname()[1]}"
+        try:
+            with pytest.raises(ControllerUnreachable, match=r"no gRPC connection within 2 s"):
+                GrpcTransport(url).call("GetJobStatus", STATUS_REQUEST, Controller.GetJobStatusResponse, 30)
+        finally:
+            stop.set()
+            thread.join()
 
 
 @pytest.mark.parametrize("token", [None, "wrong"])

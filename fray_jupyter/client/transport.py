@@ -27,6 +27,7 @@ import ipaddress
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
@@ -259,6 +260,7 @@ class GrpcTransport:
             raise ValueError(f"gRPC URL {url!r} must look like grpc://host:port")
         loopback = _is_loopback(urlsplit(self.url).hostname or "")
         options = [*GRPC_OPTIONS, *((("grpc.enable_http_proxy", 0),) if loopback else ())]
+        self._target = target
         self._channel = grpc.insecure_channel(target, options=options)
         self._stub = ControllerServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
@@ -282,8 +284,11 @@ class GrpcTransport:
         self._channel.close()
 
     def _connect(self, method: str, timeout: float) -> None:
-        """Wait for the channel's first connection: done at READY, refused at the first
-        TRANSIENT_FAILURE (so a closed port fails at once), unreachable after ``timeout``."""
+        """Wait for the channel's first connection: done at READY, refused at a TRANSIENT_FAILURE
+        while nothing accepts TCP connections at the target (so a closed port fails at once),
+        unreachable after ``timeout``. A TRANSIENT_FAILURE while the port accepts (grpcio's first
+        attempt can fail so on a loaded machine) is waited past, within ``timeout``."""
+        deadline = time.monotonic() + timeout
         settled = threading.Event()
         seen: list[grpc.ChannelConnectivity] = []
 
@@ -292,17 +297,31 @@ class GrpcTransport:
             if state in (grpc.ChannelConnectivity.READY, grpc.ChannelConnectivity.TRANSIENT_FAILURE):
                 settled.set()
 
+        refused = False
         self._channel.subscribe(watch, try_to_connect=True)
         try:
-            settled.wait(timeout)
+            while settled.wait(max(0.0, deadline - time.monotonic())) and grpc.ChannelConnectivity.READY not in seen:
+                refused = not _accepts(self._target, deadline - time.monotonic())
+                if refused:
+                    break
+                settled.clear()  # grpcio tries again by itself (GRPC_OPTIONS' backoff)
         finally:
             self._channel.unsubscribe(watch)
         if grpc.ChannelConnectivity.READY in seen:
             self._connected = True
             return
-        detail = ("connection refused" if grpc.ChannelConnectivity.TRANSIENT_FAILURE in seen
-                  else f"no gRPC connection within {timeout:g} s")
+        detail = "connection refused" if refused else f"no gRPC connection within {timeout:g} s"
         raise ControllerUnreachable(detail, url=self.url, method=method, code="unavailable")
+
+
+def _accepts(target: str, timeout: float) -> bool:
+    """Whether something accepts a TCP connection at ``host:port`` within ``timeout`` seconds."""
+    host, _, port = target.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=max(timeout, 0.01)):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _grpc_error(status: grpc.Call, *, url: str, method: str) -> FrayError:
