@@ -1,5 +1,5 @@
 /**
- * Numbers and times as the sidebar shows them. Pure, unit-tested.
+ * Numbers, times and failures as the sidebar shows them. Pure, unit-tested.
  */
 import type { IJob, IRetryLimits, ITask } from './types';
 
@@ -94,4 +94,10 @@ export function taskRetriesText(
     `${plural(task.failure_count, 'failure')} (max_retries_failure ${limits.max_retries_failure}), ` +
     `${plural(task.preemption_count, 'preemption')} (max_retries_preemption ${limits.max_retries_preemption})`
   );
+}
+
+/** The one line a failure shows: an `Error`'s message (a `FrayApiError` carries the server's), anything
+ * else thrown as text. */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -17,6 +17,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { FrayApiError, cancelJob, getJob, getOutputs, getStatus, listJobs } from './api';
 import { fingerprint, JobWatcher } from './changes';
+import { errorText } from './format';
 import { JobListing } from './listing';
 import { LogFeed } from './logfeed';
 import { PAGE_SIZE } from './scope';
@@ -47,7 +48,7 @@ async function outputsOf(job: IJob): Promise<[ITaskOutputs[] | null, string]> {
   try {
     return [(await getOutputs(job.job_id)).tasks, ''];
   } catch (error) {
-    return [[], error instanceof Error ? error.message : String(error)];
+    return [[], errorText(error)];
   }
 }
 
@@ -228,7 +229,7 @@ export class JobsModel {
     if (error instanceof FrayApiError && error.isConnectionProblem) {
       this.connectionError = error.message;
     } else {
-      this.actionError = error instanceof Error ? error.message : String(error);
+      this.actionError = errorText(error);
     }
   }
 

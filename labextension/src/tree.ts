@@ -17,6 +17,7 @@
  * - A failed read keeps the children shown before and says why on the parent's "error" row.
  */
 import { fingerprint } from './changes';
+import { errorText } from './format';
 import type { IJob, IJobPage } from './types';
 
 /** Children per request: Iris's `MAX_LIST_JOBS_LIMIT`. */
@@ -42,10 +43,6 @@ interface IChildren {
   error: string;
   /** The newest read started; older answers are dropped. */
   read: number;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 export class JobTree {
@@ -179,7 +176,7 @@ export class JobTree {
       }
     } catch (error) {
       if (this._children.get(parent)?.read === read) {
-        this._children.set(parent, { ...state, error: messageOf(error) });
+        this._children.set(parent, { ...state, error: errorText(error) });
       }
       return;
     }
