@@ -85,6 +85,11 @@ export function listJobs(query: IJobQuery = {}, start = false): Promise<IJobPage
   return request<IJobPage>(['jobs'], {}, params);
 }
 
+/** One page of `parent`'s child jobs from `offset`, oldest first (what the tree and an open job's detail list). */
+export function listChildren(parent: string, offset: number, limit: number): Promise<IJobPage> {
+  return listJobs({ scope: 'children', parent, sort: 'date', order: 'asc', offset, limit });
+}
+
 /** Every user with work on the controller (Iris's `ListUsers`), the busiest first. */
 export function listUsers(): Promise<IUserList> {
   return request<IUserList>(['users']);

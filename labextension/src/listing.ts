@@ -13,7 +13,7 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { listJobs, listUsers } from './api';
+import { listChildren, listJobs, listUsers } from './api';
 import { fingerprint } from './changes';
 import { DEFAULT_VIEW, isFiltered, IView, pageQuery, parseSaved, saveable, viewUser } from './scope';
 import type { ISavedView } from './scope';
@@ -29,9 +29,7 @@ export class JobListing {
   view: IView = { ...DEFAULT_VIEW };
   page: IJobPage | null = null;
   users: IUserSummary[] = [];
-  readonly tree = new JobTree((parent, offset, limit) =>
-    listJobs({ scope: 'children', parent, sort: 'date', order: 'asc', offset, limit })
-  );
+  readonly tree = new JobTree(listChildren);
 
   /** Emits when the view or the expanded set changed (what `saved()` returns changed). */
   get changedView(): ISignal<this, void> {

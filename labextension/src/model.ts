@@ -15,7 +15,7 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { FrayApiError, cancelJob, getJob, getOutputs, getStatus, listJobs } from './api';
+import { FrayApiError, cancelJob, getJob, getOutputs, getStatus, listChildren, listJobs } from './api';
 import { fingerprint, JobWatcher } from './changes';
 import { errorText } from './format';
 import { JobListing } from './listing';
@@ -57,7 +57,7 @@ async function childrenOf(job: IJob): Promise<IOpenJob['children']> {
   if (!job.has_children) {
     return null;
   }
-  const page = await listJobs({ scope: 'children', parent: job.job_id, sort: 'date', order: 'asc', limit: DETAIL_CHILDREN });
+  const page = await listChildren(job.job_id, 0, DETAIL_CHILDREN);
   return { jobs: page.jobs, total: page.total };
 }
 
