@@ -15,7 +15,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { listChildren, listJobs, listUsers } from './api';
 import { fingerprint } from './changes';
-import { DEFAULT_VIEW, isFiltered, IView, pageQuery, parseSaved, saveable, viewUser } from './scope';
+import { DEFAULT_VIEW, IView, pageQuery, parseSaved, saveable } from './scope';
 import type { ISavedView } from './scope';
 import { JobTree } from './tree';
 import type { TreeRow } from './tree';
@@ -46,9 +46,10 @@ export class JobListing {
     return this.page !== null && JSON.stringify(pageQuery(this.view, me)) !== this._pageKey;
   }
 
-  /** Whether the page is exactly the current user's newest roots (what notifications watch). */
+  /** Whether the page is exactly the current user's newest roots, `DEFAULT_VIEW`'s page (what
+   * notifications watch). */
   showsRecent(me: string | null): boolean {
-    return !isFiltered(this.view) && this.view.offset === 0 && viewUser(this.view, me) === me;
+    return JSON.stringify(pageQuery(this.view, me)) === JSON.stringify(pageQuery(DEFAULT_VIEW, me));
   }
 
   /** Switch to cluster `key`'s saved view; returns whether it was another cluster. */

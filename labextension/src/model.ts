@@ -20,7 +20,7 @@ import { fingerprint, JobWatcher } from './changes';
 import { errorText } from './format';
 import { JobListing } from './listing';
 import { LogFeed } from './logfeed';
-import { PAGE_SIZE } from './scope';
+import { DEFAULT_VIEW, pageQuery } from './scope';
 import type { IControllerStatus, IJob, ITask, ITaskOutputs, IRetryLimits } from './types';
 
 /** Child jobs shown in an open job's detail (the list's tree shows them all). */
@@ -105,9 +105,7 @@ export class JobsModel {
         }
       }
       const me = this.me;
-      const watched = this.listing.showsRecent(me)
-        ? null
-        : listJobs({ scope: 'roots', ...(me ? { user: me } : {}), limit: PAGE_SIZE }); // at the same time
+      const watched = this.listing.showsRecent(me) ? null : listJobs(pageQuery(DEFAULT_VIEW, me)); // at the same time
       watched?.catch(() => undefined); // handled below, unless the page's own read fails first
       const page = await this.listing.refresh(me, start, visible);
       const recent = watched === null ? page.jobs : (await watched).jobs;
