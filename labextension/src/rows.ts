@@ -68,7 +68,7 @@ export function taskBar(job: IJob): HTMLSpanElement {
   const text = segmentsText(segments);
   const bar = el('span', { className: 'fj-TaskBar', attrs: { role: 'img', 'aria-label': `Tasks: ${text}`, title: text } });
   for (const segment of segments) {
-    const part = el('span', { className: `fj-Seg fj-Seg-${segment.tone}`, attrs: { 'data-state': segment.state } });
+    const part = el('span', { className: 'fj-Seg', attrs: { 'data-state': segment.state } });
     part.style.width = `${(segment.share * 100).toFixed(2)}%`;
     bar.append(part);
   }

@@ -53,10 +53,6 @@ export class JobTree {
     return [...this._expanded];
   }
 
-  isExpanded(jobId: string): boolean {
-    return this._expanded.has(jobId);
-  }
-
   /** Expand these parents (restored from a saved view); their children are read on the next refresh. */
   restore(ids: Iterable<string>): void {
     for (const id of ids) {

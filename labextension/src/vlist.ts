@@ -109,13 +109,12 @@ export class WindowedList<T> {
     return { key: item.dataset.key ?? '', part: active.dataset.part ?? '' };
   }
 
-  private _focus(key: string, part: string): boolean {
+  private _focus(key: string, part: string): void {
     const item = this.list.querySelector<HTMLElement>(`.fj-TreeItem[data-key="${CSS.escape(key)}"]`);
     const target =
       (part && item?.querySelector<HTMLElement>(`[data-part="${CSS.escape(part)}"]`)) ||
       item?.querySelector<HTMLElement>('[data-part="main"]');
     target?.focus({ preventScroll: true });
-    return !!target;
   }
 
   private _onKey(event: KeyboardEvent): void {
