@@ -21,10 +21,11 @@ import { button, el } from './dom';
 import type { ILogFilter, IMarked, LogFeed } from './logfeed';
 import { indexOfSeq } from './logrows';
 import type { IShownRow } from './logrows';
+import { windowRange } from './vlist';
 
 /** Row height in px (`--fj-log-row` in style/logs.css). */
 export const ROW_PX = 18;
-/** Rows rendered above and below the ones in view. */
+/** Rows rendered above and below the ones in view (`vlist.ts`'s `windowRange` picks them). */
 export const OVERSCAN = 20;
 /** Rows from the edge of what is held at which the next page is read. */
 const PREFETCH = 200;
@@ -176,8 +177,7 @@ export class LogView {
       return;
     }
     const rows = feed.window.rows;
-    const first = Math.max(0, Math.floor(top / ROW_PX) - OVERSCAN);
-    const last = Math.min(rows.length, Math.ceil((top + height) / ROW_PX) + OVERSCAN);
+    const [first, last] = windowRange(top, height, ROW_PX, rows.length, OVERSCAN);
     if (!force && first === this._first && last === this._last) {
       return;
     }
