@@ -2,6 +2,7 @@
  * Tiny DOM builder. Rule: text is only ever set with `textContent` (job names, errors and log
  * lines come from jobs and must never be parsed as HTML); attributes are set one by one.
  */
+import type { ISpan } from './ansi';
 import { badgeFor } from './badges';
 
 export interface IElementOptions {
@@ -52,5 +53,23 @@ export function button(label: string, onClick: () => void, options: IElementOpti
     node.setAttribute('aria-label', label);
   }
   node.addEventListener('click', onClick);
+  return node;
+}
+
+/** The DOM of one styled span of a terminal line (`ansi.ts`): plain text as a text node, colours
+ * as `fj-ansi-*` classes or inline CSS, a link as an `<a>` opening a new tab with `noopener`. */
+export function spanNode(span: ISpan): HTMLElement | Text {
+  if (!span.href && !span.classes.length && !span.style) {
+    return document.createTextNode(span.text);
+  }
+  const node = span.href
+    ? el('a', { text: span.text, attrs: { href: span.href, target: '_blank', rel: 'noopener noreferrer' } })
+    : el('span', { text: span.text });
+  if (span.classes.length) {
+    node.className = span.classes.map(name => `fj-ansi-${name}`).join(' ');
+  }
+  if (span.style) {
+    node.setAttribute('style', span.style);
+  }
   return node;
 }

@@ -16,8 +16,7 @@
  *   a link to the server's streamed download.
  */
 import { logDownloadUrl } from './api';
-import type { ISpan } from './ansi';
-import { button, el } from './dom';
+import { button, el, spanNode } from './dom';
 import type { ILogFilter, IMarked, LogFeed } from './logfeed';
 import { indexOfSeq } from './logrows';
 import type { IShownRow } from './logrows';
@@ -38,23 +37,6 @@ const LEVELS: [string, string][] = [
   ['error', 'Error+'],
   ['critical', 'Critical']
 ];
-
-/** The DOM of one span of a line (text only through `textContent`). */
-export function spanNode(span: ISpan): HTMLElement | Text {
-  if (!span.href && !span.classes.length && !span.style) {
-    return document.createTextNode(span.text);
-  }
-  const node = span.href
-    ? el('a', { text: span.text, attrs: { href: span.href, target: '_blank', rel: 'noopener noreferrer' } })
-    : el('span', { text: span.text });
-  if (span.classes.length) {
-    node.className = span.classes.map(name => `fj-ansi-${name}`).join(' ');
-  }
-  if (span.style) {
-    node.setAttribute('style', span.style);
-  }
-  return node;
-}
 
 function rowNode(row: IShownRow): HTMLElement {
   const line = row.line;
