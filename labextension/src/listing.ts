@@ -87,6 +87,8 @@ export class JobListing {
     await reading;
   }
 
+  /** Mark the children of `ids` (null: of every parent) to be read again by the next `refresh`;
+   * marks add up until a refresh takes them. */
   invalidate(ids: readonly string[] | null): void {
     if (ids === null || this._dirty === null) {
       this._dirty = null;

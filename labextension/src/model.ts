@@ -187,6 +187,7 @@ export class JobsModel {
     this._changed.emit();
   }
 
+  /** Back to the list: the open job (and its log feed) is dropped. */
   closeJob(): void {
     this.open = null;
     this._changed.emit();

@@ -3,8 +3,8 @@
  * all of them, and the rows around the visible window (`OVERSCAN` either side) are the only ones in
  * the DOM. So a page with a 500-child parent expanded still holds a few dozen rows.
  *
- * Rules: `setItems` renders at once (and so does a change of the scroller's size) (what a test or a benchmark sees right after a change); a
- * scroll re-renders on the next animation frame; keyboard focus stays on the same row (by its
+ * Rules: `setItems` and a change of the scroller's size render at once (so a test or a benchmark sees
+ * the change right after it); a scroll re-renders on the next animation frame; keyboard focus stays on the same row (by its
  * `data-key`) across renders, and ArrowUp / ArrowDown move it row by row, scrolling as needed.
  * `windowRange` is pure (unit-tested).
  */
@@ -50,10 +50,6 @@ export class WindowedList<T> {
 
   readonly node: HTMLDivElement;
   readonly list: HTMLUListElement;
-
-  get items(): readonly T[] {
-    return this._items;
-  }
 
   /** Show `items` (rendered now). */
   setItems(items: readonly T[]): void {
