@@ -38,14 +38,19 @@ const LEVELS: [string, string][] = [
   ['critical', 'Critical']
 ];
 
+/** The class a line's level adds to its row (style/logs.css colours the task label by it). */
+const LEVEL_CLASS: ReadonlyMap<string, string> = new Map([
+  ['warning', 'fj-LogLine-warning'],
+  ['error', 'fj-LogLine-error'],
+  ['critical', 'fj-LogLine-error']
+]);
+
 function rowNode(row: IShownRow): HTMLElement {
   const line = row.line;
-  const level = line.level === 'warning' ? ' fj-LogLine-warning' : line.level === 'error' || line.level === 'critical' ? ' fj-LogLine-error' : '';
-  const node = el('div', {
-    className: `fj-LogLine${line.source === 'stderr' ? ' fj-LogLine-stderr' : ''}${level}`,
-    attrs: { 'data-seq': String(line.seq) }
-  });
-  const label = line.attempt ? `${line.task_id.split('/').pop()}:${line.attempt}` : line.task_id.split('/').pop();
+  const classes = ['fj-LogLine', line.source === 'stderr' ? 'fj-LogLine-stderr' : '', LEVEL_CLASS.get(line.level) ?? ''];
+  const node = el('div', { className: classes.filter(Boolean).join(' '), attrs: { 'data-seq': String(line.seq) } });
+  const task = line.task_id.split('/').pop();
+  const label = line.attempt ? `${task}:${line.attempt}` : task;
   node.append(el('span', { className: 'fj-LogTask', text: `[${label}] ` }), ...row.spans.map(spanNode));
   return node;
 }
@@ -109,11 +114,6 @@ export class LogView {
     this._onChanged();
   }
 
-  /** The rows in the DOM now (for tests and the bench: a few dozen, whatever the log's length). */
-  get renderedRows(): number {
-    return this._rows.childElementCount;
-  }
-
   private _onChanged(): void {
     const feed = this._feed;
     if (!feed) {
@@ -135,20 +135,24 @@ export class LogView {
     this._render(true);
     this._prefetch(feed, this._scroller.scrollTop, this._scroller.clientHeight);
     this._latest.hidden = this._stick && feed.window.atEnd && !feed.marked;
-    const filtered = feed.filter.substring !== '' || feed.filter.minLevel !== '';
-    this._note.textContent = feed.error
-      ? feed.error
-      : feed.note
-        ? feed.note
-        : !feed.loaded
-          ? 'Loading…'
-          : rows.length
-            ? ''
-            : filtered
-              ? 'No matching lines.'
-              : this._terminal
-                ? 'The job wrote no output.'
-                : 'No output yet.';
+    this._note.textContent = this._noteText(feed);
+  }
+
+  /** The line above the log: the last read's error, else the feed's note, else what an empty log means. */
+  private _noteText(feed: LogFeed): string {
+    if (feed.error || feed.note) {
+      return feed.error || feed.note;
+    }
+    if (!feed.loaded) {
+      return 'Loading…';
+    }
+    if (feed.window.rows.length) {
+      return '';
+    }
+    if (feed.filter.substring !== '' || feed.filter.minLevel !== '') {
+      return 'No matching lines.';
+    }
+    return this._terminal ? 'The job wrote no output.' : 'No output yet.';
   }
 
   /** Put the rows in view (and the overscan) in the DOM; `force`: even if the range is the same.
