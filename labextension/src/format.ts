@@ -71,7 +71,8 @@ export function resourcesText(job: Pick<IJob, 'cpu_millicores' | 'memory_bytes' 
   return parts.join(' · ');
 }
 
-function plural(count: number, word: string): string {
+/** `"1 replica"`, `"3 replicas"`: the count and the word, with an `s` unless the count is 1. */
+export function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? '' : 's'}`;
 }
 

@@ -10,7 +10,7 @@
  */
 import { badgeFor } from './badges';
 import { badge, button, el } from './dom';
-import { formatAgo, formatDuration, jobDuration } from './format';
+import { formatAgo, formatDuration, jobDuration, plural } from './format';
 import { dashboardJobUrl } from './links';
 import { segmentsText, taskSegments } from './progress';
 import type { TreeRow } from './tree';
@@ -90,7 +90,7 @@ function jobRowNode(job: IJob, depth: number, expanded: boolean, ctx: IRowContex
     : el('span', { className: 'fj-Toggle fj-Toggle-none', attrs: { 'aria-hidden': 'true' } });
   const duration = jobDuration(job, ctx.now);
   const facts = [
-    `${job.replicas} ${job.replicas === 1 ? 'replica' : 'replicas'}`,
+    plural(job.replicas, 'replica'),
     job.device !== 'cpu' ? job.device : '',
     `${job.completed}/${job.replicas} done`,
     job.failure_count ? `${job.failure_count} failed` : '',

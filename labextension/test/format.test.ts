@@ -8,6 +8,7 @@ import {
   formatDuration,
   jobDuration,
   jobRetriesText,
+  plural,
   progressText,
   resourcesText,
   taskRetriesText
@@ -59,4 +60,10 @@ test("a failure shows as one line: an Error's message, anything else thrown as t
   assert.equal(errorText(new Error('controller gone')), 'controller gone');
   assert.equal(errorText('timed out'), 'timed out');
   assert.equal(errorText(503), '503');
+});
+
+test('a count and its word: singular only for exactly one', () => {
+  assert.equal(plural(1, 'replica'), '1 replica');
+  assert.equal(plural(0, 'replica'), '0 replicas');
+  assert.equal(plural(8, 'replica'), '8 replicas');
 });
