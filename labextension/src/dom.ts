@@ -12,6 +12,9 @@ export interface IElementOptions {
   children?: (Node | null | undefined | false)[];
 }
 
+/** The attributes of every link that leaves JupyterLab: a new tab that cannot reach back into it. */
+export const NEW_TAB: Readonly<Record<string, string>> = { target: '_blank', rel: 'noopener noreferrer' };
+
 /** `document.createElement(tag)` with a class, text content, attributes and children. */
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -63,7 +66,7 @@ export function spanNode(span: ISpan): HTMLElement | Text {
     return document.createTextNode(span.text);
   }
   const node = span.href
-    ? el('a', { text: span.text, attrs: { href: span.href, target: '_blank', rel: 'noopener noreferrer' } })
+    ? el('a', { text: span.text, attrs: { href: span.href, ...NEW_TAB } })
     : el('span', { text: span.text });
   if (span.classes.length) {
     node.className = span.classes.map(name => `fj-ansi-${name}`).join(' ');

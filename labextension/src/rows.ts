@@ -9,7 +9,7 @@
  * named cluster, ↗ opens the job on that cluster's own Iris dashboard in a new tab.
  */
 import { badgeFor } from './badges';
-import { badge, button, el } from './dom';
+import { badge, button, el, NEW_TAB } from './dom';
 import { formatAgo, formatDuration, jobDuration, plural } from './format';
 import { dashboardJobUrl } from './links';
 import { segmentsText, taskSegments } from './progress';
@@ -137,8 +137,7 @@ function jobRowNode(job: IJob, depth: number, expanded: boolean, ctx: IRowContex
         attrs: {
           'data-part': 'dashboard',
           href: dashboardJobUrl(ctx.dashboard, job.job_id),
-          target: '_blank',
-          rel: 'noopener noreferrer',
+          ...NEW_TAB,
           title: 'Open on the Iris dashboard',
           'aria-label': `Open ${label} on the Iris dashboard`
         }
