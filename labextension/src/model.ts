@@ -101,7 +101,8 @@ export class JobsModel {
         this.watcher.user = this.status.user;
         this.listing.useCluster(this.status.cluster ?? '');
         if (!this.status.reachable) {
-          throw new FrayApiError(this.status.error || 'the controller does not answer', 503, 'controller_unreachable');
+          const why = this.status.error || `the controller at ${this.status.url || '(no URL)'} does not answer`;
+          throw new FrayApiError(why, 503, 'controller_unreachable');
         }
       }
       const me = this.me;
