@@ -4,7 +4,8 @@
  * the DOM. So a page with a 500-child parent expanded still holds a few dozen rows.
  *
  * Rules: `setItems` and a change of the scroller's size render at once (so a test or a benchmark sees
- * the change right after it); a scroll re-renders on the next animation frame; keyboard focus stays on the same row (by its
+ * the change right after it); a scroll re-renders on the next animation frame, and only when it moved
+ * the window of rows (as the log view does); keyboard focus stays on the same row (by its
  * `data-key`) across renders, and ArrowUp / ArrowDown move it row by row, scrolling as needed.
  * `windowRange` is pure (unit-tested).
  */
@@ -39,7 +40,7 @@ export class WindowedList<T> {
       if (this._frame === 0) {
         this._frame = requestAnimationFrame(() => {
           this._frame = 0;
-          this._render();
+          this._render(false);
         });
       }
     });
@@ -68,9 +69,15 @@ export class WindowedList<T> {
     this._resize.disconnect();
   }
 
-  private _render(): void {
+  /** Put the window's rows in the DOM; `force` (all but a scroll): even when it is the window shown. */
+  private _render(force = true): void {
     const { rowPx, render, key } = this.options;
     const [start, end] = windowRange(this.node.scrollTop, this.node.clientHeight, rowPx, this._items.length);
+    if (!force && start === this._start && end === this._end) {
+      return;
+    }
+    this._start = start;
+    this._end = end;
     const focus = this._focused();
     this.list.style.height = `${this._items.length * rowPx}px`;
     this.list.style.paddingTop = `${start * rowPx}px`;
@@ -138,4 +145,6 @@ export class WindowedList<T> {
   private _resize: ResizeObserver;
   private _items: readonly T[] = [];
   private _frame = 0;
+  private _start = -1;
+  private _end = -1;
 }
