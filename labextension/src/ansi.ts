@@ -12,8 +12,10 @@
 export const MAX_LINE_CHARS = 4000;
 export const CUT_NOTE = ` … (cut at ${MAX_LINE_CHARS} characters)`;
 /** A bare web address, as the panel's `views/links.py` `BARE_URL`, then its trailing punctuation cut. */
-const URL = /https?:\/\/[^\s<>"'()[\]]+/g;
-const URL_FULL = /^https?:\/\/[^\s<>"'()[\]]+$/;
+const URL_PATTERN = String.raw`https?:\/\/[^\s<>"'()[\]]+`;
+const URL = new RegExp(URL_PATTERN, 'g');
+/** An OSC 8 link is kept only when its target is one whole such address. */
+const URL_FULL = new RegExp(`^${URL_PATTERN}$`);
 const URL_TAIL = /[.,;:!?]+$/;
 /** The 6 levels of each channel in the 256-colour cube (indices 16-231). */
 const CUBE = [0, 95, 135, 175, 215, 255];

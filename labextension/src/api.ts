@@ -40,10 +40,15 @@ export class FrayApiError extends Error {
   }
 }
 
+/** The URL of `path` (segments already encoded) under the server extension's `<base_url>/fray/`. */
+export function frayUrl(path: string[], settings = ServerConnection.makeSettings()): string {
+  return URLExt.join(settings.baseUrl, 'fray', ...path);
+}
+
 async function request<T>(path: string[], init: RequestInit = {}, query: Record<string, string> = {}): Promise<T> {
   const settings = ServerConnection.makeSettings();
   const search = new URLSearchParams(query).toString();
-  const url = URLExt.join(settings.baseUrl, 'fray', ...path) + (search ? `?${search}` : '');
+  const url = frayUrl(path, settings) + (search ? `?${search}` : '');
   let response: Response;
   try {
     response = await ServerConnection.makeRequest(url, init, settings);
@@ -83,6 +88,11 @@ export function listJobs(query: IJobQuery = {}, start = false): Promise<IJobPage
     }
   }
   return request<IJobPage>(['jobs'], {}, params);
+}
+
+/** One page of `parent`'s child jobs from `offset`, oldest first (what the tree and an open job's detail list). */
+export function listChildren(parent: string, offset: number, limit: number): Promise<IJobPage> {
+  return listJobs({ scope: 'children', parent, sort: 'date', order: 'asc', offset, limit });
 }
 
 /** Every user with work on the controller (Iris's `ListUsers`), the busiest first. */
@@ -131,8 +141,7 @@ export function getLogs(jobId: string, cursor = 0, options: ILogQuery = {}): Pro
 
 /** Where the browser downloads the job's whole log (a text file, streamed by the server). */
 export function logDownloadUrl(jobId: string): string {
-  const settings = ServerConnection.makeSettings();
-  return URLExt.join(settings.baseUrl, 'fray', ...jobPath(jobId, 'logs', 'download'));
+  return frayUrl(jobPath(jobId, 'logs', 'download'));
 }
 
 /** Terminate the job; resolves to its status afterwards. */
@@ -157,8 +166,7 @@ export function getOutputs(jobId: string): Promise<IJobOutputs> {
 
 /** The URL of one output file (shown inline when it is an image or text, else downloaded). */
 export function outputFileUrl(jobId: string, taskIndex: number, name: string): string {
-  const settings = ServerConnection.makeSettings();
-  return URLExt.join(settings.baseUrl, 'fray', ...jobPath(jobId, 'outputs', String(taskIndex)), ...name.split('/').map(encodeURIComponent));
+  return frayUrl([...jobPath(jobId, 'outputs', String(taskIndex)), ...name.split('/').map(encodeURIComponent)]);
 }
 
 /** The text of one output file. */

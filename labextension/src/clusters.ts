@@ -10,6 +10,7 @@
 import { getClusters, selectCluster } from './api';
 import { el } from './dom';
 import { clusterOptions, EMBEDDED_LABEL } from './clusterlist';
+import { errorText } from './format';
 import type { IClusterList } from './types';
 
 export class ClusterSwitcher {
@@ -34,7 +35,7 @@ export class ClusterSwitcher {
       this._render(await getClusters());
     } catch (error) {
       this._loaded = false;
-      this.onError(error instanceof Error ? error.message : String(error));
+      this.onError(errorText(error));
     }
   }
 
@@ -44,7 +45,7 @@ export class ClusterSwitcher {
       this._render(await selectCluster(name));
       this.onSwitched();
     } catch (error) {
-      this.onError(error instanceof Error ? error.message : String(error));
+      this.onError(errorText(error));
       this.node.value = this._current;
     } finally {
       this.node.disabled = false;

@@ -2,6 +2,7 @@
  * Tiny DOM builder. Rule: text is only ever set with `textContent` (job names, errors and log
  * lines come from jobs and must never be parsed as HTML); attributes are set one by one.
  */
+import type { ISpan } from './ansi';
 import { badgeFor } from './badges';
 
 export interface IElementOptions {
@@ -10,6 +11,9 @@ export interface IElementOptions {
   attrs?: Record<string, string>;
   children?: (Node | null | undefined | false)[];
 }
+
+/** The attributes of every link that leaves JupyterLab: a new tab that cannot reach back into it. */
+export const NEW_TAB: Readonly<Record<string, string>> = { target: '_blank', rel: 'noopener noreferrer' };
 
 /** `document.createElement(tag)` with a class, text content, attributes and children. */
 export function el<K extends keyof HTMLElementTagNameMap>(
@@ -52,5 +56,23 @@ export function button(label: string, onClick: () => void, options: IElementOpti
     node.setAttribute('aria-label', label);
   }
   node.addEventListener('click', onClick);
+  return node;
+}
+
+/** The DOM of one styled span of a terminal line (`ansi.ts`): plain text as a text node, colours
+ * as `fj-ansi-*` classes or inline CSS, a link as an `<a>` opening a new tab with `noopener`. */
+export function spanNode(span: ISpan): HTMLElement | Text {
+  if (!span.href && !span.classes.length && !span.style) {
+    return document.createTextNode(span.text);
+  }
+  const node = span.href
+    ? el('a', { text: span.text, attrs: { href: span.href, ...NEW_TAB } })
+    : el('span', { text: span.text });
+  if (span.classes.length) {
+    node.className = span.classes.map(name => `fj-ansi-${name}`).join(' ');
+  }
+  if (span.style) {
+    node.setAttribute('style', span.style);
+  }
   return node;
 }

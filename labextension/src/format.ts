@@ -1,5 +1,5 @@
 /**
- * Numbers and times as the sidebar shows them. Pure, unit-tested.
+ * Numbers, times and failures as the sidebar shows them. Pure, unit-tested.
  */
 import type { IJob, IRetryLimits, ITask } from './types';
 
@@ -71,7 +71,8 @@ export function resourcesText(job: Pick<IJob, 'cpu_millicores' | 'memory_bytes' 
   return parts.join(' · ');
 }
 
-function plural(count: number, word: string): string {
+/** `"1 replica"`, `"3 replicas"`: the count and the word, with an `s` unless the count is 1. */
+export function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? '' : 's'}`;
 }
 
@@ -94,4 +95,10 @@ export function taskRetriesText(
     `${plural(task.failure_count, 'failure')} (max_retries_failure ${limits.max_retries_failure}), ` +
     `${plural(task.preemption_count, 'preemption')} (max_retries_preemption ${limits.max_retries_preemption})`
   );
+}
+
+/** The one line a failure shows: an `Error`'s message (a `FrayApiError` carries the server's), anything
+ * else thrown as text. */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -7,7 +7,7 @@
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
 import { getOutputText, outputFileUrl } from './api';
-import { badge, button, el } from './dom';
+import { badge, button, el, NEW_TAB } from './dom';
 import { formatAgo, formatBytes, formatDuration, jobDuration, jobRetriesText, progressText, resourcesText } from './format';
 import { dashboardJobUrl } from './links';
 import { LogView } from './logview';
@@ -49,7 +49,7 @@ export class JobView {
     this._dashboard = el('a', {
       className: 'fj-Link',
       text: 'Open on the Iris dashboard ↗',
-      attrs: { target: '_blank', rel: 'noopener noreferrer' }
+      attrs: { ...NEW_TAB }
     });
     this._facts = el('dl', { className: 'fj-Facts' });
     this._tasks = el('tbody');
@@ -175,7 +175,7 @@ export class JobView {
     const list = el('ul', { className: 'fj-Outputs', attrs: { 'data-task': String(index) } });
     for (const file of files) {
       const url = outputFileUrl(jobId, index, file.name);
-      const link = el('a', { text: file.name, attrs: { href: url, target: '_blank', rel: 'noopener noreferrer' } });
+      const link = el('a', { text: file.name, attrs: { href: url, ...NEW_TAB } });
       const item = el('li', {
         className: 'fj-Output',
         children: [link, el('span', { className: 'fj-Muted', text: ` ${formatBytes(file.size)}` })]

@@ -13,9 +13,9 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { listJobs, listUsers } from './api';
+import { listChildren, listJobs, listUsers } from './api';
 import { fingerprint } from './changes';
-import { DEFAULT_VIEW, isFiltered, IView, pageQuery, parseSaved, saveable, viewUser } from './scope';
+import { DEFAULT_VIEW, IView, pageQuery, parseSaved, saveable } from './scope';
 import type { ISavedView } from './scope';
 import { JobTree } from './tree';
 import type { TreeRow } from './tree';
@@ -29,9 +29,7 @@ export class JobListing {
   view: IView = { ...DEFAULT_VIEW };
   page: IJobPage | null = null;
   users: IUserSummary[] = [];
-  readonly tree = new JobTree((parent, offset, limit) =>
-    listJobs({ scope: 'children', parent, sort: 'date', order: 'asc', offset, limit })
-  );
+  readonly tree = new JobTree(listChildren);
 
   /** Emits when the view or the expanded set changed (what `saved()` returns changed). */
   get changedView(): ISignal<this, void> {
@@ -48,9 +46,10 @@ export class JobListing {
     return this.page !== null && JSON.stringify(pageQuery(this.view, me)) !== this._pageKey;
   }
 
-  /** Whether the page is exactly the current user's newest roots (what notifications watch). */
+  /** Whether the page is exactly the current user's newest roots, `DEFAULT_VIEW`'s page (what
+   * notifications watch). */
   showsRecent(me: string | null): boolean {
-    return !isFiltered(this.view) && this.view.offset === 0 && viewUser(this.view, me) === me;
+    return JSON.stringify(pageQuery(this.view, me)) === JSON.stringify(pageQuery(DEFAULT_VIEW, me));
   }
 
   /** Switch to cluster `key`'s saved view; returns whether it was another cluster. */
@@ -88,6 +87,8 @@ export class JobListing {
     await reading;
   }
 
+  /** Mark the children of `ids` (null: of every parent) to be read again by the next `refresh`;
+   * marks add up until a refresh takes them. */
   invalidate(ids: readonly string[] | null): void {
     if (ids === null || this._dirty === null) {
       this._dirty = null;

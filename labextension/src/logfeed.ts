@@ -13,6 +13,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { getLogs } from './api';
+import { errorText } from './format';
 import { indexOfSeq, LogWindow, TRACEBACK, tracebackEnd } from './logrows';
 import type { ILogPage } from './types';
 
@@ -164,7 +165,7 @@ export class LogFeed {
         }
         return changed;
       } catch (error) {
-        this.error = error instanceof Error ? error.message : String(error);
+        this.error = errorText(error);
         this._bump();
         return false;
       }

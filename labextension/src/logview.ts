@@ -16,15 +16,15 @@
  *   a link to the server's streamed download.
  */
 import { logDownloadUrl } from './api';
-import type { ISpan } from './ansi';
-import { button, el } from './dom';
+import { button, el, spanNode } from './dom';
 import type { ILogFilter, IMarked, LogFeed } from './logfeed';
 import { indexOfSeq } from './logrows';
 import type { IShownRow } from './logrows';
+import { windowRange } from './vlist';
 
 /** Row height in px (`--fj-log-row` in style/logs.css). */
 export const ROW_PX = 18;
-/** Rows rendered above and below the ones in view. */
+/** Rows rendered above and below the ones in view (`vlist.ts`'s `windowRange` picks them). */
 export const OVERSCAN = 20;
 /** Rows from the edge of what is held at which the next page is read. */
 const PREFETCH = 200;
@@ -38,31 +38,19 @@ const LEVELS: [string, string][] = [
   ['critical', 'Critical']
 ];
 
-/** The DOM of one span of a line (text only through `textContent`). */
-export function spanNode(span: ISpan): HTMLElement | Text {
-  if (!span.href && !span.classes.length && !span.style) {
-    return document.createTextNode(span.text);
-  }
-  const node = span.href
-    ? el('a', { text: span.text, attrs: { href: span.href, target: '_blank', rel: 'noopener noreferrer' } })
-    : el('span', { text: span.text });
-  if (span.classes.length) {
-    node.className = span.classes.map(name => `fj-ansi-${name}`).join(' ');
-  }
-  if (span.style) {
-    node.setAttribute('style', span.style);
-  }
-  return node;
-}
+/** The class a line's level adds to its row (style/logs.css colours the task label by it). */
+const LEVEL_CLASS: ReadonlyMap<string, string> = new Map([
+  ['warning', 'fj-LogLine-warning'],
+  ['error', 'fj-LogLine-error'],
+  ['critical', 'fj-LogLine-error']
+]);
 
 function rowNode(row: IShownRow): HTMLElement {
   const line = row.line;
-  const level = line.level === 'warning' ? ' fj-LogLine-warning' : line.level === 'error' || line.level === 'critical' ? ' fj-LogLine-error' : '';
-  const node = el('div', {
-    className: `fj-LogLine${line.source === 'stderr' ? ' fj-LogLine-stderr' : ''}${level}`,
-    attrs: { 'data-seq': String(line.seq) }
-  });
-  const label = line.attempt ? `${line.task_id.split('/').pop()}:${line.attempt}` : line.task_id.split('/').pop();
+  const classes = ['fj-LogLine', line.source === 'stderr' ? 'fj-LogLine-stderr' : '', LEVEL_CLASS.get(line.level) ?? ''];
+  const node = el('div', { className: classes.filter(Boolean).join(' '), attrs: { 'data-seq': String(line.seq) } });
+  const task = line.task_id.split('/').pop();
+  const label = line.attempt ? `${task}:${line.attempt}` : task;
   node.append(el('span', { className: 'fj-LogTask', text: `[${label}] ` }), ...row.spans.map(spanNode));
   return node;
 }
@@ -126,11 +114,6 @@ export class LogView {
     this._onChanged();
   }
 
-  /** The rows in the DOM now (for tests and the bench: a few dozen, whatever the log's length). */
-  get renderedRows(): number {
-    return this._rows.childElementCount;
-  }
-
   private _onChanged(): void {
     const feed = this._feed;
     if (!feed) {
@@ -152,20 +135,24 @@ export class LogView {
     this._render(true);
     this._prefetch(feed, this._scroller.scrollTop, this._scroller.clientHeight);
     this._latest.hidden = this._stick && feed.window.atEnd && !feed.marked;
-    const filtered = feed.filter.substring !== '' || feed.filter.minLevel !== '';
-    this._note.textContent = feed.error
-      ? feed.error
-      : feed.note
-        ? feed.note
-        : !feed.loaded
-          ? 'Loading…'
-          : rows.length
-            ? ''
-            : filtered
-              ? 'No matching lines.'
-              : this._terminal
-                ? 'The job wrote no output.'
-                : 'No output yet.';
+    this._note.textContent = this._noteText(feed);
+  }
+
+  /** The line above the log: the last read's error, else the feed's note, else what an empty log means. */
+  private _noteText(feed: LogFeed): string {
+    if (feed.error || feed.note) {
+      return feed.error || feed.note;
+    }
+    if (!feed.loaded) {
+      return 'Loading…';
+    }
+    if (feed.window.rows.length) {
+      return '';
+    }
+    if (feed.filter.substring !== '' || feed.filter.minLevel !== '') {
+      return 'No matching lines.';
+    }
+    return this._terminal ? 'The job wrote no output.' : 'No output yet.';
   }
 
   /** Put the rows in view (and the overscan) in the DOM; `force`: even if the range is the same.
@@ -176,8 +163,7 @@ export class LogView {
       return;
     }
     const rows = feed.window.rows;
-    const first = Math.max(0, Math.floor(top / ROW_PX) - OVERSCAN);
-    const last = Math.min(rows.length, Math.ceil((top + height) / ROW_PX) + OVERSCAN);
+    const [first, last] = windowRange(top, height, ROW_PX, rows.length, OVERSCAN);
     if (!force && first === this._first && last === this._last) {
       return;
     }

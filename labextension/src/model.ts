@@ -15,11 +15,12 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { FrayApiError, cancelJob, getJob, getOutputs, getStatus, listJobs } from './api';
+import { FrayApiError, cancelJob, getJob, getOutputs, getStatus, listChildren, listJobs } from './api';
 import { fingerprint, JobWatcher } from './changes';
+import { errorText } from './format';
 import { JobListing } from './listing';
 import { LogFeed } from './logfeed';
-import { PAGE_SIZE } from './scope';
+import { DEFAULT_VIEW, pageQuery } from './scope';
 import type { IControllerStatus, IJob, ITask, ITaskOutputs, IRetryLimits } from './types';
 
 /** Child jobs shown in an open job's detail (the list's tree shows them all). */
@@ -47,7 +48,7 @@ async function outputsOf(job: IJob): Promise<[ITaskOutputs[] | null, string]> {
   try {
     return [(await getOutputs(job.job_id)).tasks, ''];
   } catch (error) {
-    return [[], error instanceof Error ? error.message : String(error)];
+    return [[], errorText(error)];
   }
 }
 
@@ -56,7 +57,7 @@ async function childrenOf(job: IJob): Promise<IOpenJob['children']> {
   if (!job.has_children) {
     return null;
   }
-  const page = await listJobs({ scope: 'children', parent: job.job_id, sort: 'date', order: 'asc', limit: DETAIL_CHILDREN });
+  const page = await listChildren(job.job_id, 0, DETAIL_CHILDREN);
   return { jobs: page.jobs, total: page.total };
 }
 
@@ -100,13 +101,12 @@ export class JobsModel {
         this.watcher.user = this.status.user;
         this.listing.useCluster(this.status.cluster ?? '');
         if (!this.status.reachable) {
-          throw new FrayApiError(this.status.error || 'the controller does not answer', 503, 'controller_unreachable');
+          const why = this.status.error || `the controller at ${this.status.url || '(no URL)'} does not answer`;
+          throw new FrayApiError(why, 503, 'controller_unreachable');
         }
       }
       const me = this.me;
-      const watched = this.listing.showsRecent(me)
-        ? null
-        : listJobs({ scope: 'roots', ...(me ? { user: me } : {}), limit: PAGE_SIZE }); // at the same time
+      const watched = this.listing.showsRecent(me) ? null : listJobs(pageQuery(DEFAULT_VIEW, me)); // at the same time
       watched?.catch(() => undefined); // handled below, unless the page's own read fails first
       const page = await this.listing.refresh(me, start, visible);
       const recent = watched === null ? page.jobs : (await watched).jobs;
@@ -188,6 +188,7 @@ export class JobsModel {
     this._changed.emit();
   }
 
+  /** Back to the list: the open job (and its log feed) is dropped. */
   closeJob(): void {
     this.open = null;
     this._changed.emit();
@@ -228,7 +229,7 @@ export class JobsModel {
     if (error instanceof FrayApiError && error.isConnectionProblem) {
       this.connectionError = error.message;
     } else {
-      this.actionError = error instanceof Error ? error.message : String(error);
+      this.actionError = errorText(error);
     }
   }
 

@@ -11,6 +11,8 @@ import type { IJob } from './types';
 /** Auto-close after this many ms (failures stay until dismissed). */
 export const NOTIFICATION_MS = 8000;
 
+/** Tell the user `job` ended: a success closes itself after `NOTIFICATION_MS`, any other end
+ * (failure, cancel, preemption) stays until dismissed; its "Show" action calls `show(job_id)`. */
 export function notifyFinished(job: IJob, show: (jobId: string) => void): string {
   const { label, tone } = badgeFor(job.state);
   const message = `Fray job ${leafName(job.job_id)} ${label}${job.error ? `: ${job.error}` : ''}`;

@@ -7,7 +7,6 @@
  * tasks; empty segments are left out. A job without tasks has no segments.
  */
 import { badgeFor } from './badges';
-import type { Tone } from './badges';
 import type { IJob } from './types';
 
 /** States drawn before the rest, which counts as pending. */
@@ -27,7 +26,6 @@ export interface ISegment {
   count: number;
   /** Share of the job's tasks, 0..1. */
   share: number;
-  tone: Tone;
 }
 
 /** The bar's segments for `job` (see the module rule). */
@@ -41,7 +39,7 @@ export function taskSegments(job: Pick<IJob, 'task_state_counts' | 'replicas'>):
   const rest = total - placed.reduce((sum, [, count]) => sum + count, 0);
   return [...placed, ['pending', Math.max(0, rest)] as const]
     .filter(([, count]) => count > 0)
-    .map(([state, count]) => ({ state, count, share: count / total, tone: badgeFor(state).tone }));
+    .map(([state, count]) => ({ state, count, share: count / total }));
 }
 
 /** One line for a screen reader and the bar's tooltip: `"2 succeeded, 1 running, 1 pending"`. */

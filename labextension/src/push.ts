@@ -12,10 +12,10 @@
  *   embedded controller's change feed, which also covers log lines), `poll` (a controller listed
  *   on a timer), or `` before the controller answered.
  */
-import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 
+import { frayUrl } from './api';
 import type { IPushEvent } from './types';
 
 export type { IPushEvent };
@@ -100,8 +100,7 @@ export class PushStream implements IDisposable {
     let failed = false;
     try {
       const settings = ServerConnection.makeSettings();
-      const url = URLExt.join(settings.baseUrl, 'fray', 'events');
-      const response = await ServerConnection.makeRequest(url, { signal: abort.signal }, settings);
+      const response = await ServerConnection.makeRequest(frayUrl(['events'], settings), { signal: abort.signal }, settings);
       if (!response.ok || !response.body) {
         throw new Error(`${response.status}`);
       }

@@ -9,8 +9,8 @@
  * named cluster, ↗ opens the job on that cluster's own Iris dashboard in a new tab.
  */
 import { badgeFor } from './badges';
-import { badge, button, el } from './dom';
-import { formatAgo, formatDuration, jobDuration } from './format';
+import { badge, button, el, NEW_TAB } from './dom';
+import { formatAgo, formatDuration, jobDuration, plural } from './format';
 import { dashboardJobUrl } from './links';
 import { segmentsText, taskSegments } from './progress';
 import type { TreeRow } from './tree';
@@ -68,7 +68,7 @@ export function taskBar(job: IJob): HTMLSpanElement {
   const text = segmentsText(segments);
   const bar = el('span', { className: 'fj-TaskBar', attrs: { role: 'img', 'aria-label': `Tasks: ${text}`, title: text } });
   for (const segment of segments) {
-    const part = el('span', { className: `fj-Seg fj-Seg-${segment.tone}`, attrs: { 'data-state': segment.state } });
+    const part = el('span', { className: 'fj-Seg', attrs: { 'data-state': segment.state } });
     part.style.width = `${(segment.share * 100).toFixed(2)}%`;
     bar.append(part);
   }
@@ -90,7 +90,7 @@ function jobRowNode(job: IJob, depth: number, expanded: boolean, ctx: IRowContex
     : el('span', { className: 'fj-Toggle fj-Toggle-none', attrs: { 'aria-hidden': 'true' } });
   const duration = jobDuration(job, ctx.now);
   const facts = [
-    `${job.replicas} ${job.replicas === 1 ? 'replica' : 'replicas'}`,
+    plural(job.replicas, 'replica'),
     job.device !== 'cpu' ? job.device : '',
     `${job.completed}/${job.replicas} done`,
     job.failure_count ? `${job.failure_count} failed` : '',
@@ -137,8 +137,7 @@ function jobRowNode(job: IJob, depth: number, expanded: boolean, ctx: IRowContex
         attrs: {
           'data-part': 'dashboard',
           href: dashboardJobUrl(ctx.dashboard, job.job_id),
-          target: '_blank',
-          rel: 'noopener noreferrer',
+          ...NEW_TAB,
           title: 'Open on the Iris dashboard',
           'aria-label': `Open ${label} on the Iris dashboard`
         }

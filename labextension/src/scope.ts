@@ -21,7 +21,9 @@ export const MAX_LIST_OFFSET = 5000;
 /** Expanded parents remembered per cluster (the most recently expanded). */
 export const MAX_SAVED_EXPANDED = 200;
 
-export type Who = 'mine' | 'everyone' | 'user';
+/** Whose jobs a view lists: "Mine", "Everyone", or one picked user's. */
+const WHO = ['mine', 'everyone', 'user'] as const;
+export type Who = (typeof WHO)[number];
 
 export interface IView {
   who: Who;
@@ -72,12 +74,8 @@ export function listTitle(view: IView, me: string | null): string {
   return isFiltered(view) ? `${whose} jobs matching` : `${whose} jobs`;
 }
 
-/** What is kept per cluster between sessions. */
-export interface ISavedView {
-  who: Who;
-  user: string;
-  state: string;
-  name: string;
+/** What is kept per cluster between sessions: the view but its page, and the expanded parents. */
+export interface ISavedView extends Omit<IView, 'offset'> {
   expanded: string[];
 }
 
@@ -108,7 +106,7 @@ export function parseSaved(value: unknown): Record<string, ISavedView> {
     const saved = raw as Partial<Record<keyof ISavedView, unknown>> | null;
     if (
       !saved ||
-      !['mine', 'everyone', 'user'].includes(saved.who as string) ||
+      !(WHO as readonly unknown[]).includes(saved.who) ||
       ![saved.user, saved.state, saved.name].every(isText) ||
       !Array.isArray(saved.expanded)
     ) {

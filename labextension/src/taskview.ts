@@ -9,11 +9,10 @@
  *
  * Rule: what the user opened (a `<details>`) stays open across refreshes of the same job.
  */
-import { isActive } from './badges';
-import { badge, el } from './dom';
-import { formatDuration, taskRetriesText } from './format';
 import { lineSpans } from './ansi';
-import { spanNode } from './logview';
+import { isActive } from './badges';
+import { badge, el, spanNode } from './dom';
+import { formatDuration, taskRetriesText } from './format';
 import type { IAttempt, IRetryLimits, ITask } from './types';
 
 /** `text` as a log line shows it (`ansi.ts`: colours, links, no raw escapes), line by line. */

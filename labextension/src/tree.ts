@@ -5,7 +5,8 @@
  *
  * Rules:
  * - A parent's children are fetched when it is first expanded (oldest first, `CHILD_PAGE` at a
- *   time, "more" for the next page) and again on each `refresh` while it is expanded and shown
+ *   time, "more" for the next page, none past `MAX_LIST_OFFSET`, the deepest offset Iris answers)
+ *   and again on each `refresh` while it is expanded and shown
  *   (every loaded page, so a new child appears under its parent); a collapsed parent keeps what
  *   was fetched, shown at once when it is expanded again (and re-read then).
  * - `refresh(roots, dirty)` re-reads only the shown parents in `dirty` (null: all of them) and
@@ -17,12 +18,12 @@
  * - A failed read keeps the children shown before and says why on the parent's "error" row.
  */
 import { fingerprint } from './changes';
+import { errorText } from './format';
+import { MAX_LIST_OFFSET } from './scope';
 import type { IJob, IJobPage } from './types';
 
 /** Children per request: Iris's `MAX_LIST_JOBS_LIMIT`. */
 export const CHILD_PAGE = 500;
-/** The deepest offset a controller answers (Iris's `MAX_LIST_JOBS_OFFSET`). */
-export const MAX_CHILD_OFFSET = 5000;
 const MAX_DEPTH = 64;
 
 /** One page of `parent`'s children from `offset`, oldest first. */
@@ -44,20 +45,12 @@ interface IChildren {
   read: number;
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 export class JobTree {
   constructor(private readonly fetch: FetchChildren) {}
 
   /** Expanded parents, least recently expanded first. */
   get expanded(): readonly string[] {
     return [...this._expanded];
-  }
-
-  isExpanded(jobId: string): boolean {
-    return this._expanded.has(jobId);
   }
 
   /** Expand these parents (restored from a saved view); their children are read on the next refresh. */
@@ -151,7 +144,7 @@ export class JobTree {
     if (children.error) {
       rows.push({ kind: 'error', parent, depth, message: children.error });
     } else if (children.hasMore) {
-      const capped = children.jobs.length > MAX_CHILD_OFFSET;
+      const capped = children.jobs.length > MAX_LIST_OFFSET;
       rows.push({ kind: 'more', parent, depth, shown: children.jobs.length, total: children.total, capped });
     }
   }
@@ -168,7 +161,7 @@ export class JobTree {
     let total = 0;
     let hasMore = false;
     try {
-      for (let page = 0; page < pages && jobs.length <= MAX_CHILD_OFFSET; page++) {
+      for (let page = 0; page < pages && jobs.length <= MAX_LIST_OFFSET; page++) {
         const answer = await this.fetch(parent, jobs.length, CHILD_PAGE);
         jobs.push(...answer.jobs);
         total = answer.total;
@@ -179,7 +172,7 @@ export class JobTree {
       }
     } catch (error) {
       if (this._children.get(parent)?.read === read) {
-        this._children.set(parent, { ...state, error: messageOf(error) });
+        this._children.set(parent, { ...state, error: errorText(error) });
       }
       return;
     }

@@ -3,8 +3,9 @@
  * all of them, and the rows around the visible window (`OVERSCAN` either side) are the only ones in
  * the DOM. So a page with a 500-child parent expanded still holds a few dozen rows.
  *
- * Rules: `setItems` renders at once (and so does a change of the scroller's size) (what a test or a benchmark sees right after a change); a
- * scroll re-renders on the next animation frame; keyboard focus stays on the same row (by its
+ * Rules: `setItems` and a change of the scroller's size render at once (so a test or a benchmark sees
+ * the change right after it); a scroll re-renders on the next animation frame, and only when it moved
+ * the window of rows (as the log view does); keyboard focus stays on the same row (by its
  * `data-key`) across renders, and ArrowUp / ArrowDown move it row by row, scrolling as needed.
  * `windowRange` is pure (unit-tested).
  */
@@ -39,7 +40,7 @@ export class WindowedList<T> {
       if (this._frame === 0) {
         this._frame = requestAnimationFrame(() => {
           this._frame = 0;
-          this._render();
+          this._render(false);
         });
       }
     });
@@ -50,10 +51,6 @@ export class WindowedList<T> {
 
   readonly node: HTMLDivElement;
   readonly list: HTMLUListElement;
-
-  get items(): readonly T[] {
-    return this._items;
-  }
 
   /** Show `items` (rendered now). */
   setItems(items: readonly T[]): void {
@@ -72,9 +69,15 @@ export class WindowedList<T> {
     this._resize.disconnect();
   }
 
-  private _render(): void {
+  /** Put the window's rows in the DOM; `force` (all but a scroll): even when it is the window shown. */
+  private _render(force = true): void {
     const { rowPx, render, key } = this.options;
     const [start, end] = windowRange(this.node.scrollTop, this.node.clientHeight, rowPx, this._items.length);
+    if (!force && start === this._start && end === this._end) {
+      return;
+    }
+    this._start = start;
+    this._end = end;
     const focus = this._focused();
     this.list.style.height = `${this._items.length * rowPx}px`;
     this.list.style.paddingTop = `${start * rowPx}px`;
@@ -109,13 +112,12 @@ export class WindowedList<T> {
     return { key: item.dataset.key ?? '', part: active.dataset.part ?? '' };
   }
 
-  private _focus(key: string, part: string): boolean {
+  private _focus(key: string, part: string): void {
     const item = this.list.querySelector<HTMLElement>(`.fj-TreeItem[data-key="${CSS.escape(key)}"]`);
     const target =
       (part && item?.querySelector<HTMLElement>(`[data-part="${CSS.escape(part)}"]`)) ||
       item?.querySelector<HTMLElement>('[data-part="main"]');
     target?.focus({ preventScroll: true });
-    return !!target;
   }
 
   private _onKey(event: KeyboardEvent): void {
@@ -143,4 +145,6 @@ export class WindowedList<T> {
   private _resize: ResizeObserver;
   private _items: readonly T[] = [];
   private _frame = 0;
+  private _start = -1;
+  private _end = -1;
 }

@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
+  errorText,
   formatAgo,
   formatBytes,
   formatDuration,
   jobDuration,
   jobRetriesText,
+  plural,
   progressText,
   resourcesText,
   taskRetriesText
@@ -52,4 +54,16 @@ test('failures against the limits read as the status panel reads them', () => {
     taskRetriesText({ failure_count: 1, preemption_count: 0 }, { max_retries_failure: 1, max_retries_preemption: 100 }),
     '1 failure (max_retries_failure 1), 0 preemptions (max_retries_preemption 100)'
   );
+});
+
+test("a failure shows as one line: an Error's message, anything else thrown as text", () => {
+  assert.equal(errorText(new Error('controller gone')), 'controller gone');
+  assert.equal(errorText('timed out'), 'timed out');
+  assert.equal(errorText(503), '503');
+});
+
+test('a count and its word: singular only for exactly one', () => {
+  assert.equal(plural(1, 'replica'), '1 replica');
+  assert.equal(plural(0, 'replica'), '0 replicas');
+  assert.equal(plural(8, 'replica'), '8 replicas');
 });

@@ -33,3 +33,17 @@ test('each cluster has its own view and expanded parents', () => {
   again.restore('garbage');
   assert.equal(again.view.who, 'user'); // nothing usable: the view stays
 });
+
+test("the page is the one notifications watch only when it is the current user's newest roots", () => {
+  const listing = new JobListing();
+  assert.equal(listing.showsRecent('alice'), true);
+  listing.setView({ who: 'user', user: 'alice' }); // picking yourself is "Mine"
+  assert.equal(listing.showsRecent('alice'), true);
+  listing.setView({ who: 'everyone' });
+  assert.equal(listing.showsRecent('alice'), false);
+  assert.equal(listing.showsRecent(null), true); // no known user: "Mine" is everyone's too
+  listing.setView({ who: 'mine', offset: 50 });
+  assert.equal(listing.showsRecent('alice'), false);
+  listing.setView({ name: 'eval' });
+  assert.equal(listing.showsRecent('alice'), false);
+});

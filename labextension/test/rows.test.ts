@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { userLabel } from '../src/filters';
 import { diagnosisLine, pathUnderUser, rowLabel } from '../src/rows';
 import type { IJob } from '../src/types';
 
@@ -25,9 +24,4 @@ test("a row's one line of diagnosis: the error of a failure, else the Scheduler 
     tone: 'error'
   });
   assert.deepEqual(diagnosisLine({ ...base, state: 'succeeded', terminal: true } as IJob), { text: '', tone: '' });
-});
-
-test('the user picker names each user with their active jobs', () => {
-  assert.equal(userLabel({ user: 'bob', job_state_counts: { running: 2, pending: 1 }, task_state_counts: {} }), 'bob · 3 active');
-  assert.equal(userLabel({ user: 'carol', job_state_counts: { running: 0 }, task_state_counts: {} }), 'carol');
 });

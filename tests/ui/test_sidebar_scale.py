@@ -118,3 +118,22 @@ def test_my_newest_roots_first_everyone_a_user_and_a_search_over_ten_thousand_jo
     expect(summary).to_have_text("1–1 of 1", timeout=20_000)
     expect(search).to_have_value("needle")
     expect(sidebar.get_by_role("button", name="Everyone")).to_have_attribute("aria-pressed", "true")
+
+
+def test_the_arrow_keys_move_focus_row_by_row_past_the_rendered_window(lab: Lab, page: Page, seeded: ControllerProcess) -> None:
+    """ArrowDown / ArrowUp move keyboard focus one row at a time, beyond the rows first rendered: the
+    list scrolls, renders the new window, and the focused row keeps its focus across those renders."""
+    page.goto(f"{lab.url}/lab/workspaces/keys-{uuid.uuid4().hex[:6]}?token={lab.token}")
+    show_sidebar(page)
+    sidebar = page.locator(f"#{SIDEBAR_ID}")
+    expect(sidebar.locator(".fj-Pager .fj-Muted")).to_have_text("1–50 of 200", timeout=20_000)
+    scroller = sidebar.locator(".fj-JobScroll")
+    sidebar.locator(f".fj-JobRow[data-job-id='/{ME}/coordinator-01990']").focus()
+    for _ in range(30):
+        page.keyboard.press("ArrowDown")
+    focused = "() => document.activeElement instanceof HTMLElement ? document.activeElement.dataset.jobId : null"
+    assert page.evaluate(focused) == f"/{ME}/coordinator-01690"  # 30 rows down, newest first, 10 apart
+    assert scroller.evaluate("node => node.scrollTop") > 0
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(focused) == f"/{ME}/coordinator-01700"
+    assert dom_rows(page).count() <= MAX_DOM_ROWS
