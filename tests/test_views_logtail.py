@@ -11,7 +11,7 @@ import pytest
 
 from fray_jupyter.iris.proto.logging_pb2 import LOG_LEVEL_ERROR, LogEntry
 from fray_jupyter.views import logtail
-from fray_jupyter.views.logtail import collapse, collapse_into, log_tail_html, traceback_end
+from fray_jupyter.views.logtail import collapse, collapse_into, log_tail_html, traceback_end, traceback_rows
 
 VECTORS: dict[str, Any] = json.loads((Path(__file__).parent / "data" / "ansi_vectors.json").read_text())
 
@@ -38,6 +38,7 @@ def test_collapsing_page_by_page_shows_what_collapsing_at_once_shows(case: dict[
 @pytest.mark.parametrize("case", VECTORS["tracebacks"], ids=[case["name"] for case in VECTORS["tracebacks"]])
 def test_shared_traceback_vectors(case: dict[str, Any]) -> None:
     assert traceback_end(rows_of(case), case["start"]) == case["end"]
+    assert traceback_rows(rows_of(case), case["start"]) == set(case["marked"])
 
 
 def test_the_lookback_is_the_shared_one_and_bounds_the_search() -> None:
@@ -53,7 +54,7 @@ def test_the_lookback_is_the_shared_one_and_bounds_the_search() -> None:
 def test_the_tail_html_labels_tints_marks_and_renders_each_row() -> None:
     rows = [LogEntry(key="/u/j/0:0", source="stdout", data="\x1b[32mok\x1b[0m <b>"),
             LogEntry(key="/u/j/0:0", source="stderr", data="ValueError: boom", level=LOG_LEVEL_ERROR)]
-    html = log_tail_html(rows, lambda row: "[0]", marked=range(1, 2))
+    html = log_tail_html(rows, lambda row: "[0]", marked={1})
     assert html == ('<pre class="fray-log"><span class="fray-log-task ">[0] </span>'
                     '<span class="fray-ansi-fg-2">ok</span> &lt;b&gt;\n'
                     '<span class="fray-log-mark"><span class="fray-log-task fray-log-error">[0] </span>'

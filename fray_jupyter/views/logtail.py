@@ -15,13 +15,14 @@ Rules:
   its own bar, and ordinary lines are never merged.
 * A traceback starts at a row containing ``TRACEBACK`` and ends at the first later row of the
   same key and stream whose text (after a rank tag) is not indented: the exception line; or at
-  its last row when the log ends first.
+  its last row when the log ends first. Its rows are those of its key and stream from start to
+  end: rows of other tasks or streams written in between are shown, not marked.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, MutableSequence, Sequence
+from collections.abc import Callable, Container, Iterable, MutableSequence, Sequence
 from html import escape
 from typing import Final
 
@@ -88,8 +89,16 @@ def traceback_end(rows: Sequence[LogEntry], start: int) -> int:
     return end
 
 
+def traceback_rows(rows: Sequence[LogEntry], start: int) -> frozenset[int]:
+    """The indices of the rows of the traceback that starts at ``rows[start]``: those of its key
+    and stream through ``traceback_end``."""
+    head = rows[start]
+    return frozenset(index for index in range(start, traceback_end(rows, start) + 1)
+                     if rows[index].key == head.key and rows[index].source == head.source)
+
+
 def log_tail_html(rows: Sequence[LogEntry], label: Callable[[LogEntry], str], *, empty: str = "no log lines yet",
-                  marked: range = range(0)) -> str:
+                  marked: Container[int] = frozenset()) -> str:
     """The status panel's log box: one line per row, its task label (``label``; tinted by the
     row's ``level``) then the row as a terminal shows it; rows at the indices in
     ``marked`` (a traceback) highlighted. ``empty`` when there are no rows."""

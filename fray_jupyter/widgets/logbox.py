@@ -43,6 +43,7 @@ from fray_jupyter.views.logtail import (
     log_file_name,
     log_tail_html,
     traceback_end,
+    traceback_rows,
 )
 
 if TYPE_CHECKING:
@@ -187,9 +188,9 @@ class LogBox(widgets.VBox):
             rows = collapse(self.client.logs(self.job_id, cursor=first - 1, max_lines=TRACEBACK_ROWS,
                                              include_children=self.include_children).entries)
             start = next(index for index, row in enumerate(rows) if row.seq == first)
-            end = traceback_end(rows, start)
+            shown = rows[start:traceback_end(rows, start) + 1]
             self.follow_button.value = False
-            self._replace_view(log_tail_html(rows[start:end + 1], self.label, marked=range(end + 1 - start)))
+            self._replace_view(log_tail_html(shown, self.label, marked=traceback_rows(shown, 0)))
             self.note.value = note_html(f"the last traceback ({self.label(rows[start])}); press Jump to latest to follow the log again")
             return True
 

@@ -14,7 +14,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { getLogs } from './api';
 import { errorText } from './format';
-import { indexOfSeq, LogWindow, TRACEBACK, tracebackEnd } from './logrows';
+import { indexOfSeq, LogWindow, TRACEBACK, tracebackRows } from './logrows';
 import type { ILogPage } from './types';
 
 /** Rows per read. */
@@ -31,10 +31,10 @@ export interface ILogFilter {
   minLevel: string;
 }
 
-/** The seq of the first and last rows of a marked traceback. */
+/** A marked traceback: the seq of its first row and of each of its rows. */
 export interface IMarked {
   first: number;
-  last: number;
+  seqs: ReadonlySet<number>;
 }
 
 export class LogFeed {
@@ -142,8 +142,8 @@ export class LogFeed {
       const page = await this._read(first - 1);
       this.window.reset(page.entries, page.cursor, false, page.entries.length < PAGE);
       const start = indexOfSeq(this.window.rows, first);
-      const end = tracebackEnd(this.window.rows, start);
-      this.marked = { first, last: this.window.rows[end].line.seq };
+      const rows = this.window.rows;
+      this.marked = { first, seqs: new Set(tracebackRows(rows, start).map(index => rows[index].line.seq)) };
       this.note = '';
       return true;
     });

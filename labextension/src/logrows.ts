@@ -7,7 +7,8 @@
  * frame, Iris's pattern, or starts by erasing the line, as rich does) replaces the previous shown
  * row of the same task attempt and stream when that row is blank or a redraw itself, looked for
  * among the last `REDRAW_LOOKBACK` shown rows; it is shown at its own place. A traceback ends at
- * the first later row of its key and stream that is not indented.
+ * the first later row of its key and stream that is not indented; its rows are those of its key
+ * and stream up to there (other streams' rows in between are shown, not marked).
  *
  * `LogWindow` holds at most `maxRows` shown rows of one log, in cursor (`seq`) order, with whether
  * they reach the first row there is (`atStart`) and the newest (`atEnd`). Pure: no DOM, no fetch.
@@ -94,6 +95,18 @@ export function tracebackEnd(rows: IShownRow[], start: number): number {
     }
   }
   return end;
+}
+
+/** The indices of the rows of the traceback that starts at `rows[start]`: its stream's, through `tracebackEnd`. */
+export function tracebackRows(rows: IShownRow[], start: number): number[] {
+  const end = tracebackEnd(rows, start);
+  const marked: number[] = [];
+  for (let index = start; index <= end; index++) {
+    if (rows[index].stream === rows[start].stream) {
+      marked.push(index);
+    }
+  }
+  return marked;
 }
 
 /** Lines of a page in cursor order (a page comes grouped per task from some controllers). */

@@ -177,7 +177,7 @@ export class LogView {
         node = rowNode(row);
         this._nodes.set(row, node);
       }
-      node.classList.toggle('fj-LogLine-mark', !!marked && row.line.seq >= marked.first && row.line.seq <= marked.last);
+      node.classList.toggle('fj-LogLine-mark', !!marked && marked.seqs.has(row.line.seq));
       return node;
     });
     this._rows.replaceChildren(...nodes);

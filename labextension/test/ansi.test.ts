@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { test } from 'node:test';
 
 import { CUT_NOTE, lineSpans, MAX_LINE_CHARS } from '../src/ansi';
-import { collapse, collapseInto, LogWindow, REDRAW_LOOKBACK, shownRow, tracebackEnd } from '../src/logrows';
+import { collapse, collapseInto, LogWindow, REDRAW_LOOKBACK, shownRow, tracebackEnd, tracebackRows } from '../src/logrows';
 import type { IShownRow } from '../src/logrows';
 import type { ILogLine } from '../src/types';
 
@@ -18,7 +18,7 @@ interface IVectors {
   redraw_lookback: number;
   render: { name: string; input: string; spans: Record<string, unknown>[] }[];
   collapse: { name: string; rows: Row[]; shown: number[] }[];
-  tracebacks: { name: string; rows: Row[]; start: number; end: number }[];
+  tracebacks: { name: string; rows: Row[]; start: number; end: number; marked: number[] }[];
 }
 
 // compiled to lib/unit/test/: the repository's root is four levels up
@@ -58,6 +58,7 @@ for (const vector of VECTORS.collapse) {
 for (const vector of VECTORS.tracebacks) {
   test(`traceback: ${vector.name}`, () => {
     assert.equal(tracebackEnd(rowsOf(vector.rows), vector.start), vector.end);
+    assert.deepEqual(tracebackRows(rowsOf(vector.rows), vector.start), vector.marked);
   });
 }
 
