@@ -39,6 +39,7 @@ def test_collapsing_page_by_page_shows_what_collapsing_at_once_shows(case: dict[
 def test_shared_traceback_vectors(case: dict[str, Any]) -> None:
     assert traceback_end(rows_of(case), case["start"]) == case["end"]
     assert traceback_rows(rows_of(case), case["start"]) == set(case["marked"])
+    assert max(case["marked"]) == case["end"]  # the status panel shows a traceback through its largest row
 
 
 def test_the_lookback_is_the_shared_one_and_bounds_the_search() -> None:

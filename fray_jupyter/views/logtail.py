@@ -91,7 +91,7 @@ def traceback_end(rows: Sequence[LogEntry], start: int) -> int:
 
 def traceback_rows(rows: Sequence[LogEntry], start: int) -> frozenset[int]:
     """The indices of the rows of the traceback that starts at ``rows[start]``: those of its key
-    and stream through ``traceback_end``."""
+    and stream through ``traceback_end`` (so the largest is ``traceback_end``'s)."""
     head = rows[start]
     return frozenset(index for index in range(start, traceback_end(rows, start) + 1)
                      if rows[index].key == head.key and rows[index].source == head.source)

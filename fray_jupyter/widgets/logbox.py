@@ -42,7 +42,6 @@ from fray_jupyter.views.logtail import (
     collapse_into,
     log_file_name,
     log_tail_html,
-    traceback_end,
     traceback_rows,
 )
 
@@ -188,9 +187,10 @@ class LogBox(widgets.VBox):
             rows = collapse(self.client.logs(self.job_id, cursor=first - 1, max_lines=TRACEBACK_ROWS,
                                              include_children=self.include_children).entries)
             start = next(index for index, row in enumerate(rows) if row.seq == first)
-            shown = rows[start:traceback_end(rows, start) + 1]
+            marks = traceback_rows(rows, start)
             self.follow_button.value = False
-            self._replace_view(log_tail_html(shown, self.label, marked=traceback_rows(shown, 0)))
+            self._replace_view(log_tail_html(rows[start:max(marks) + 1], self.label,
+                                             marked={index - start for index in marks}))
             self.note.value = note_html(f"the last traceback ({self.label(rows[start])}); press Jump to latest to follow the log again")
             return True
 
