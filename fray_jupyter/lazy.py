@@ -1,10 +1,30 @@
-"""Packages whose public names load on first use, so importing the package stays cheap."""
+"""Packages whose public names load on first use, so importing the package stays cheap; and the
+one lock under which a heavy third-party package is first imported from a worker thread."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+import threading
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from importlib import import_module
 from typing import Any
+
+_FIRST_IMPORTS = threading.RLock()
+
+
+@contextmanager
+def one_import_at_a_time() -> Iterator[None]:
+    """Hold the process's one lock for importing heavy third-party packages on first use.
+
+    Rule: code that may run in a worker thread (the server extension's handlers, the client's
+    readers) imports pyarrow, Marin's Iris and rigging, and fsspec inside this block. pyarrow's
+    package and its ``ipc`` module import each other, so a second thread that starts importing it
+    while the first is still inside sees a partially initialised module and fails with
+    ``ImportError`` (the Jobs sidebar's first two requests did: Iris's CLI pulls pyarrow in through
+    finelog, the status texts import it directly). Python's import lock only orders imports that
+    do not cycle; this lock orders these. Re-entrant, and cheap once the modules are loaded."""
+    with _FIRST_IMPORTS:
+        yield
 
 
 def lazy_exports(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -15,37 +14,18 @@ from pathlib import Path
 import pytest
 
 import fray_jupyter
+from tests.wheels import clean_wheel, run
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = f"fray_jupyter-{fray_jupyter.__version__}.data/data"
 LABEXTENSION = f"{DATA}/share/jupyter/labextensions/fray-jupyter"
 SERVER_CONFIG = f"{DATA}/etc/jupyter/jupyter_server_config.d/fray_jupyter.json"
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _run(*command: str, cwd: Path = ROOT, timeout: float = 300) -> str:
-    """Run a command; its stdout and stderr together, without colours; fail on a non-zero exit."""
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
-    output = ANSI.sub("", done.stdout + done.stderr)
-    assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{output[-4000:]}"
-    return output
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
-    """The wheel ``pip wheel .`` builds from the files git would commit (about 15 s: npm install
-    from npm's cache, the production build, hatchling in an isolated build environment)."""
-    tree = tmp_path_factory.mktemp("tree")
-    files = _run("git", "ls-files", "--cached", "--others", "--exclude-standard", "-z").split("\0")
-    for name in filter(None, files):
-        source = ROOT / name
-        if source.is_file():
-            (tree / name).parent.mkdir(parents=True, exist_ok=True)
-            (tree / name).write_bytes(source.read_bytes())
-    assert not (tree / "labextension" / "node_modules").exists() and not (tree / "fray_jupyter" / "labextension").exists()
-    out = tmp_path_factory.mktemp("wheel")
-    _run(sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--quiet", "-w", str(out), cwd=tree, timeout=600)
-    return zipfile.ZipFile(next(out.glob("fray_jupyter-*.whl")))
+    """The wheel ``pip wheel .`` builds from the files git would commit (``tests.wheels``)."""
+    return zipfile.ZipFile(clean_wheel(tmp_path_factory))
 
 
 def test_the_wheel_ships_the_prebuilt_labextension(wheel: zipfile.ZipFile) -> None:
@@ -93,14 +73,14 @@ def test_the_wheel_holds_no_sources_or_node_modules(wheel: zipfile.ZipFile) -> N
 
 def test_the_dev_install_lists_both_extensions_ok() -> None:
     jupyter = str(Path(sys.executable).with_name("jupyter"))
-    labextensions = _run(jupyter, "labextension", "list")
+    labextensions = run(jupyter, "labextension", "list")
     assert re.search(r"fray-jupyter v0\.1\.0 enabled OK", labextensions), labextensions
-    server = _run(jupyter, "server", "extension", "list")
+    server = run(jupyter, "server", "extension", "list")
     assert re.search(r"fray_jupyter enabled", server) and re.search(r"fray_jupyter 0\.1\.0 OK", server), server
 
 
 def test_build_output_and_node_modules_stay_out_of_git() -> None:
     ignored = ["fray_jupyter/labextension/package.json", "labextension/node_modules/x", "labextension/lib/index.js",
                "labextension/tsconfig.tsbuildinfo"]
-    assert _run("git", "check-ignore", *ignored).split() == ignored
+    assert run("git", "check-ignore", *ignored).split() == ignored
     assert (ROOT / "labextension" / "package-lock.json").is_file()

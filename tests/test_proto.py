@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +78,34 @@ def test_generated_files_match_a_fresh_generation(generate_script: ModuleType, t
             f"{checked_in.relative_to(REPO_ROOT)} differs from what protos/generate.py produces "
             f"from protos/iris/*.proto; regenerate with `{REGENERATE_HINT}`"
         )
+
+
+def _declared_floor(distribution: str) -> tuple[int, ...]:
+    """The ``>=`` floor pyproject.toml's dependencies give ``distribution``."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    for line in tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        requirement = Requirement(line)
+        if requirement.name == distribution:
+            floors = [spec.version for spec in requirement.specifier if spec.operator == ">="]
+            assert floors, f"{line!r} declares no floor"
+            return tuple(int(part) for part in floors[0].split("."))
+    raise AssertionError(f"pyproject.toml does not depend on {distribution}")
+
+
+def test_gencode_loads_on_every_protobuf_and_grpcio_the_project_allows() -> None:
+    """protobuf's runtime refuses gencode newer than itself (and grpcio its gRPC code): the version each
+    generated module was made for is at most the floor pyproject.toml allows."""
+    protobuf_floor, grpcio_floor = _declared_floor("protobuf"), _declared_floor("grpcio")
+    for path in sorted(PROTO_PACKAGE_DIR.glob("*_pb2.py")):
+        made_for = re.search(r"^# Protobuf Python Version: ([\d.]+)$", path.read_text(), re.MULTILINE)
+        assert made_for, path
+        assert tuple(int(p) for p in made_for[1].split(".")) <= protobuf_floor, (path.name, made_for[1])
+    grpc_made_for = re.search(r"^GRPC_GENERATED_VERSION = '([\d.]+)'$",
+                              (PROTO_PACKAGE_DIR / "controller_pb2_grpc.py").read_text(), re.MULTILINE)
+    assert grpc_made_for and tuple(int(p) for p in grpc_made_for[1].split(".")) <= grpcio_floor
 
 
 def test_no_stray_generated_files(generate_script: ModuleType) -> None:

@@ -1,7 +1,8 @@
 """The package installs and plans on every supported Python (3.11-3.13), not only the test one.
 
-Each found interpreter gets a fresh venv with ``pip install <repo>`` (no test extras), then runs the
-CLI and ``plan()`` for real. Versions absent from this machine are skipped, by name.
+Each found interpreter gets a fresh venv with this checkout's wheel (``tests.wheels``: built once per
+run, as a fresh clone builds it) and its dependencies installed by uv (no test extras), then runs
+the CLI and ``plan()`` for real. Versions absent from this machine are skipped, by name.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.marin_envs import uv
+from tests.wheels import clean_wheel
+
 OTHER_VERSIONS = [v for v in ("3.11", "3.13") if v != f"{sys.version_info.major}.{sys.version_info.minor}"]
 SCRIPT = (
     "from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, plan\n"
@@ -34,15 +37,13 @@ def _interpreter(version: str) -> str | None:
     return None
 
 
-def _install_and_run(version: str, root: Path) -> str:
+def _install_and_run(version: str, root: Path, wheel: Path) -> str:
     python = _interpreter(version)
     if python is None:
         return f"skip: no Python {version} on this machine"
     venv = root / f"venv{version}"
-    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
-    pip = subprocess.run([str(venv / "bin/pip"), "install", "-q", str(REPO)], capture_output=True, text=True, timeout=900,
-                         check=False)
-    assert pip.returncode == 0, pip.stderr[-2000:]
+    uv("venv", "--quiet", "--python", python, str(venv))
+    uv("pip", "install", "--quiet", "--python", str(venv / "bin/python"), str(wheel))
     run = subprocess.run([str(venv / "bin/python"), "-c", SCRIPT], capture_output=True, text=True, timeout=120,
                          check=False)
     assert run.returncode == 0 and run.stdout.startswith("ok"), run.stderr
@@ -54,9 +55,9 @@ def _install_and_run(version: str, root: Path) -> str:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("pythons")
+    root, wheel = tmp_path_factory.mktemp("pythons"), clean_wheel(tmp_path_factory)
     with ThreadPoolExecutor(len(OTHER_VERSIONS)) as pool:
-        return dict(zip(OTHER_VERSIONS, pool.map(lambda v: _install_and_run(v, root), OTHER_VERSIONS)))
+        return dict(zip(OTHER_VERSIONS, pool.map(lambda v: _install_and_run(v, root, wheel), OTHER_VERSIONS)))
 
 
 @pytest.mark.parametrize("version", OTHER_VERSIONS)

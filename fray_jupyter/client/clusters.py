@@ -21,7 +21,8 @@ Rules:
   or revoked one) becomes ``LoginRequired``, one line: run ``iris --cluster NAME login``.
 * One ``NamedCluster`` is one resolution: kept open by its ``FrayClient``, re-resolved once when a
   call is refused for authentication (``reopen``), closed with the client (tunnels and a local
-  cluster live exactly as long as it).
+  cluster live exactly as long as it), and closed at interpreter exit if nobody closed it
+  (``at_exit.close_at_exit``): a local cluster's threads would otherwise keep the process alive.
 * A local-kind manifest starts an Iris local cluster inside the process that resolves it. So that a
   kernel and the Jupyter server see the same jobs, the process that started one records its URL in
   ``<jupyter runtime dir>/fray-cluster-<name>.json`` (mode 0600, with its pid) until it closes it,
@@ -45,8 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from fray_jupyter.client.at_exit import close_at_exit
 from fray_jupyter.client.errors import AuthenticationFailed, ClusterUnavailable, LoginRequired
 from fray_jupyter.file_lock import LockTimeout, exclusive
+from fray_jupyter.lazy import one_import_at_a_time
 from fray_jupyter.runtime_file import (
     ControllerInfo,
     read_runtime_file,
@@ -113,7 +116,8 @@ def marin_unavailable() -> str | None:
 
 def _login_errors() -> tuple[type[BaseException], ...]:
     """rigging's "cannot mint a token without a (new) login" errors."""
-    from rigging.auth import IapCredentialsUnavailable, IapLoginRequired  # type: ignore[import-untyped]
+    with one_import_at_a_time():
+        from rigging.auth import IapCredentialsUnavailable, IapLoginRequired  # type: ignore[import-untyped]
 
     return IapLoginRequired, IapCredentialsUnavailable
 
@@ -129,6 +133,7 @@ class NamedCluster:
         self._endpoint: Any = None
         self._shared = False  # the local cluster another process started and shares
         self._endpoint = self._resolve()
+        close_at_exit(self)
 
     @property
     def label(self) -> str:
@@ -207,8 +212,9 @@ class NamedCluster:
 
     def _connect(self) -> Any:
         """Iris's endpoint for the name: the shared local cluster's, else a new resolution."""
-        import click
-        from iris.cli.connect import connect_controller
+        with one_import_at_a_time():
+            import click
+            from iris.cli.connect import connect_controller
 
         shared = read_runtime_file(shared_cluster_file(self.name))
         self._shared = shared is not None and shared.pid != os.getpid()
@@ -242,9 +248,10 @@ def list_clusters() -> list[ClusterEntry]:
     name, each with whether ``~/.config/marin/credentials`` has a record; ``[]`` without Marin's Iris."""
     if marin_unavailable() is not None:
         return []
-    from iris.cli.connect import IRIS_CLUSTER_CONFIG_DIRS
-    from rigging.config_discovery import list_cluster_configs  # type: ignore[import-untyped]
-    from rigging.credential_store import load_credentials  # type: ignore[import-untyped]
+    with one_import_at_a_time():
+        from iris.cli.connect import IRIS_CLUSTER_CONFIG_DIRS
+        from rigging.config_discovery import list_cluster_configs  # type: ignore[import-untyped]
+        from rigging.credential_store import load_credentials  # type: ignore[import-untyped]
 
     entries = []
     for name, path in sorted(list_cluster_configs(IRIS_CLUSTER_CONFIG_DIRS).items()):

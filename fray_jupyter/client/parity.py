@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from fray_jupyter.client.clusters import marin_unavailable
 from fray_jupyter.iris.setup import with_default_setup
+from fray_jupyter.lazy import one_import_at_a_time
 
 if TYPE_CHECKING:
     from fray_jupyter.resources.job import JobRequest
@@ -54,7 +55,8 @@ EMBEDDED: Final[ClientParity] = ClientParity()
 def iris_revision_date() -> str | None:
     """The ``client_revision_date`` the installed marin-iris's own client sends (its build date, or
     ``$IRIS_REVISION_DATE``); None when it has none (then ``plan()``'s default is sent)."""
-    from iris.version import client_revision_date
+    with one_import_at_a_time():
+        from iris.version import client_revision_date
 
     return str(client_revision_date()) or None
 
@@ -64,7 +66,12 @@ def iris_default_setup(environment: Any) -> list[str]:
     packages and workspace members to sync): its uv-sync script for this Python's version, then its
     CUDA-toolchain script when an extra is ``gpu`` — what Iris's own client sends for a job that has
     no setup scripts."""
-    from iris.cluster.setup_scripts import cuda_toolchain_setup_script, default_setup_script, wants_gpu_extra
+    with one_import_at_a_time():
+        from iris.cluster.setup_scripts import (
+            cuda_toolchain_setup_script,
+            default_setup_script,
+            wants_gpu_extra,
+        )
 
     extras = list(environment.extras)
     scripts = [str(default_setup_script(
@@ -76,7 +83,8 @@ def iris_default_setup(environment: Any) -> list[str]:
 
 def iris_runtime_setup() -> str:
     """Iris's runtime-deps script, which its own client sends after a job's setup scripts."""
-    from iris.cluster.setup_scripts import iris_runtime_setup_script
+    with one_import_at_a_time():
+        from iris.cluster.setup_scripts import iris_runtime_setup_script
 
     return str(iris_runtime_setup_script())
 

@@ -29,6 +29,7 @@ from fray_jupyter.client.errors import one_line
 from fray_jupyter.iris import outputs
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
+from fray_jupyter.lazy import one_import_at_a_time
 
 A = job_pb2.TaskOutputArchive
 FILESYSTEM_PACKAGES: Final[dict[str, str]] = {
@@ -124,7 +125,8 @@ def read_archive(archive: job_pb2.TaskOutputArchive) -> bytes:
 def _read_fsspec(uri: str, scheme: str) -> bytes:
     package = FILESYSTEM_PACKAGES.get(scheme)
     try:
-        import fsspec  # type: ignore[import-untyped]
+        with one_import_at_a_time():
+            import fsspec  # type: ignore[import-untyped]
     except ImportError:
         needs = f"fsspec and {package}: pip install fsspec {package}" if package else "fsspec: pip install fsspec"
         raise ResultUnavailable(f"reading task outputs at {uri} needs {needs}") from None

@@ -14,6 +14,10 @@ called once per call; it attaches exactly what the provider returns (a named clu
 IAP edge token and bearer, see ``client.clusters``) and lets the provider's own ``FrayError``
 through. It never mints, caches or interprets credentials itself.
 
+Exit: every transport is closed when the interpreter exits (``at_exit.close_at_exit``), so a script that
+never calls ``close()`` still ends: a gRPC channel left open makes the interpreter wait for ever in
+grpcio's ``Channel.__del__``.
+
 Speed (Connect): every request leaves in ONE write and every read ACKs at once (``PromptStream``).
 A real Iris controller sends a response in several small writes (headers, body chunk, the chunk
 terminator) with Nagle's algorithm on, and forwards a request whose body came in a second segment
@@ -37,12 +41,16 @@ import httpcore
 import httpx
 from google.protobuf.message import Message
 
+from fray_jupyter.client.at_exit import close_at_exit
 from fray_jupyter.client.errors import ControllerUnreachable, FrayError, RpcFailed, error_for
-from fray_jupyter.iris.proto.controller_pb2_grpc import ControllerServiceStub
+from fray_jupyter.iris.proto.controller_pb2_grpc import ControllerServiceStub, EndpointServiceStub
+from fray_jupyter.iris.wire import CONTROLLER_SERVICE, ENDPOINT_SERVICE
 
 M = TypeVar("M", bound=Message)
 
-SERVICE: Final[str] = "iris.cluster.ControllerService"
+SERVICE: Final[str] = CONTROLLER_SERVICE
+"""The service a call goes to unless it names another (Iris's endpoint registry, ``ENDPOINT_SERVICE``,
+is a service of its own beside it on the same controller)."""
 CONNECT_TIMEOUT: Final[float] = 2.0
 """Seconds to wait for a TCP connection (Connect) or a ready channel (gRPC) before giving up."""
 
@@ -71,12 +79,13 @@ QUICKACK: Final[int | None] = getattr(socket, "TCP_QUICKACK", None)
 
 
 class Transport(Protocol):
-    """Sends one unary ``ControllerService`` RPC; raises ``FrayError`` on any failure."""
+    """Sends one unary ``ControllerService`` (or ``EndpointService``) RPC; raises ``FrayError`` on any failure."""
 
     url: str
 
-    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
-        """Send ``request`` to RPC ``method`` (e.g. ``"GetJobStatus"``) and return the response."""
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float,
+             service: str = SERVICE) -> M:
+        """Send ``request`` to RPC ``method`` (e.g. ``"GetJobStatus"``) of ``service`` and return the response."""
         ...
 
     def close(self) -> None:
@@ -207,9 +216,11 @@ class ConnectTransport:
         self._http = httpx.Client(headers=fixed, transport=prompt_transport(trust_env=trust_env),
                                   trust_env=trust_env)
         self._answered = False  # a controller answered here before: a refused connection is a restart
+        close_at_exit(self)
 
-    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
-        body = self._post(f"/{SERVICE}/{method}", request.SerializeToString(), "application/proto",
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float,
+             service: str = SERVICE) -> M:
+        body = self._post(f"/{service}/{method}", request.SerializeToString(), "application/proto",
                           method, timeout)
         return response_type.FromString(body)
 
@@ -262,19 +273,24 @@ class GrpcTransport:
         options = [*GRPC_OPTIONS, *((("grpc.enable_http_proxy", 0),) if loopback else ())]
         self._target = target
         self._channel = grpc.insecure_channel(target, options=options)
-        self._stub = ControllerServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._stubs: dict[str, Any] = {
+            SERVICE: ControllerServiceStub(self._channel),  # type: ignore[no-untyped-call]
+            ENDPOINT_SERVICE: EndpointServiceStub(self._channel),  # type: ignore[no-untyped-call]
+        }
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._headers = headers
         self._connected = False
+        close_at_exit(self)
 
-    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float,
+             service: str = SERVICE) -> M:
         if not self._connected:
             self._connect(method, min(timeout, CONNECT_TIMEOUT))
         metadata = self._metadata
         if self._headers is not None:
             metadata = (*metadata, *self._headers().items())
         try:
-            response = getattr(self._stub, method)(request, timeout=timeout, metadata=metadata)
+            response = getattr(self._stubs[service], method)(request, timeout=timeout, metadata=metadata)
         except grpc.RpcError as exc:
             status = cast(grpc.Call, exc)
             raise _grpc_error(status, url=self.url, method=method) from None

@@ -24,6 +24,8 @@ from typing import Any, Final
 
 import humanfriendly
 
+from fray_jupyter.lazy import one_import_at_a_time
+
 BUILT_IN: Final[Path] = Path(__file__).with_name("default.yaml")
 DEFAULT_NAME: Final[str] = "default"
 MARIN_NAME: Final[str] = "marin"
@@ -210,7 +212,8 @@ def _needs_expansion(data: Mapping[str, Any]) -> bool:
 def _via_iris(path: Path, name: str) -> ClusterProfile:
     """Load ``path`` with Iris's own ``load_config`` (tpu_pools / zones expansion)."""
     try:
-        from iris.cluster.config import load_config  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        with one_import_at_a_time():
+            from iris.cluster.config import load_config  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         raise ProfileError(
             f"cluster config {name!r} uses Iris's tpu_pools/zones expansion, which needs marin-iris "

@@ -25,7 +25,9 @@ Hermeticity rules (applied around every :meth:`Oracle.capture`, then undone):
 
 * the job's user comes from ``IRIS_USER`` (set to ``user``);
 * ``iris.client.client.forwarded_secrets`` returns ``{}``, so no mounted secret or
-  ``HF_TOKEN``/``WANDB_API_KEY``/``CW_KEY_*`` of this machine reaches a capture;
+  ``HF_TOKEN``/``WANDB_API_KEY``/``CW_KEY_*`` of this machine reaches a capture (Marin releases
+  before 0.2.222 forward none and have no such function: the oracle runs on every release it is
+  pointed at);
 * every other variable the real submit path reads is removed from ``os.environ``: all
   ``IRIS_*`` (``IRIS_NSYS_TASKS`` would wrap the command in nsys; ``IRIS_TASK_ID`` and friends
   would make the submit a nested child job; ``IRIS_REVISION_DATE`` would override
@@ -461,7 +463,12 @@ def _single_attempt(operation: str, call_fn: Callable[[], _T], **_: Any) -> _T:
 
 
 @contextlib.contextmanager
-def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
+def _patched(obj: Any, name: str, value: Any, *, optional: bool = False) -> Iterator[None]:
+    """``obj.name = value`` for the block; with ``optional``, nothing when ``obj`` has no ``name`` (a
+    Marin release without that piece)."""
+    if optional and not hasattr(obj, name):
+        yield
+        return
     old = getattr(obj, name)
     setattr(obj, name, value)
     try:
@@ -616,7 +623,9 @@ class Oracle:
 
         with contextlib.ExitStack() as stack:
             stack.enter_context(_hermetic_environ(user, task_env))
-            stack.enter_context(_patched(iris_client_mod, "forwarded_secrets", lambda *, exclude=(): {}))
+            # Marin before 0.2.222 forwards no secrets (and has no forwarded_secrets to stub).
+            stack.enter_context(_patched(iris_client_mod, "forwarded_secrets", lambda *, exclude=(): {},
+                                         optional=True))
             stack.enter_context(_patched(remote_client_mod, "call_with_retry", _single_attempt))
             stack.enter_context(
                 _patched(remote_client_mod, "LAUNCH_JOB_TIMEOUT_FLOOR_MS", self._rpc_timeout_ms)

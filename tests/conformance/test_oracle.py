@@ -1,16 +1,15 @@
 """Tests for the conformance oracle: the real Marin Fray→Iris client against a recording server.
 
-Every test here drives the real ``fray``/``iris`` packages; the expected values are the facts
-recorded in ``real-marin.md`` §3 (captured earlier by patching the client's stub).
+Every test here drives the real ``fray``/``iris`` packages; the expected values are what this
+client was first seen to send (its stub patched to keep the request), the lettered rows of
+``tests/test_golden.py``.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-import statistics
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -58,7 +57,7 @@ def _echo_job(name: str, resources: ResourceConfig, **kw: object) -> JobRequest:
     )
 
 
-# --- real-marin.md §3 facts --------------------------------------------------------------------
+# --- what Marin's client sends ------------------------------------------------------------------
 
 
 def test_multislice_v5p_row_a(oracle: Oracle) -> None:
@@ -132,10 +131,8 @@ def test_user_comes_from_argument_and_is_restored(oracle: Oracle, monkeypatch: p
 def test_replicas_not_multiple_of_vm_count_raises_same_error(oracle: Oracle) -> None:
     job = _echo_job("bad", ResourceConfig.with_tpu("v4-32"), replicas=6)
     before = oracle.server.next_seq()
-    start = time.perf_counter()
     with pytest.raises(ValueError, match="multiple of 4") as info:
         oracle.capture(job, user=USER)
-    assert time.perf_counter() - start < 2.0
     # Same type and text as Iris's own validator.
     with pytest.raises(ValueError) as direct:
         adjust_tpu_replicas(tpu_device("v4-32"), 6)
@@ -156,17 +153,16 @@ def test_invalid_user_error_propagates(oracle: Oracle) -> None:
         oracle.capture(_echo_job("x", ResourceConfig()), user="has/slash")
 
 
-def test_transport_failure_is_prompt_not_retried() -> None:
-    """The real client would retry UNAVAILABLE for 30 minutes; the oracle makes one attempt."""
-    o = Oracle(rpc_timeout_ms=2000).start()
-    try:
-        o.server.stop()  # connection refused from now on
-        start = time.perf_counter()
-        with pytest.raises(ConnectError):
+def test_an_unavailable_controller_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real client would retry UNAVAILABLE for 30 minutes; the oracle makes one attempt and
+    raises the client's error."""
+    unavailable = (503, "application/json", json.dumps({"code": "unavailable", "message": "down"}).encode())
+    with Oracle(rpc_timeout_ms=2000) as o:
+        monkeypatch.setattr(o.server, "answer", lambda *_: unavailable)
+        before = o.server.next_seq()
+        with pytest.raises(ConnectError, match="down"):
             o.capture(_echo_job("down", ResourceConfig()), user=USER)
-        assert time.perf_counter() - start < 5.0
-    finally:
-        o.close()
+        assert [(c.path, c.status) for c in o.server.calls_since(before)] == [(LAUNCH_JOB_PATH, 503)]
 
 
 # --- protocol / recording ----------------------------------------------------------------------
@@ -249,16 +245,6 @@ def test_pinned_provenance() -> None:
     with Oracle(provenance=pinned, warm_up=False) as o:
         req = o.capture_parsed(_echo_job("prov", ResourceConfig()), user=USER)
     assert json.loads(req.environment.env_vars["MARIN_PROVENANCE"]) == json.loads(pinned)
-
-
-def test_capture_is_fast(oracle: Oracle) -> None:
-    job = _echo_job("fast", ResourceConfig.with_tpu("v5p-8", slice_count=2))
-    times = []
-    for _ in range(60):
-        start = time.perf_counter()
-        oracle.capture(job, user=USER)
-        times.append(time.perf_counter() - start)
-    assert statistics.median(times) < 0.025  # measured ~1 ms; generous bound for slow CI
 
 
 # --- the server alone ----------------------------------------------------------------------------

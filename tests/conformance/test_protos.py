@@ -44,14 +44,14 @@ if api_implementation.Type() == "python":
         "so our protos and Iris's cannot be loaded in one process",
         allow_module_level=True,
     )
-_NEEDS_IRIS = "needs marin-iris (Python >= 3.12)"
-theirs_controller = pytest.importorskip("iris.rpc.controller_pb2", reason=_NEEDS_IRIS)
-theirs_job = pytest.importorskip("iris.rpc.job_pb2", reason=_NEEDS_IRIS)
-theirs_time = pytest.importorskip("iris.rpc.time_pb2", reason=_NEEDS_IRIS)
-theirs_logging = pytest.importorskip("iris.rpc.iris_logging_pb2", reason=_NEEDS_IRIS)
-theirs_vm = pytest.importorskip("iris.rpc.vm_pb2", reason=_NEEDS_IRIS)
-theirs_finelog = pytest.importorskip("finelog.rpc.logging_pb2", reason=_NEEDS_IRIS)
-theirs_stats = pytest.importorskip("finelog.rpc.finelog_stats_pb2", reason=_NEEDS_IRIS)
+# Iris's protos load only after that check (with pure-Python protobuf they would clash with ours).
+from finelog.rpc import finelog_stats_pb2 as theirs_stats
+from finelog.rpc import logging_pb2 as theirs_finelog
+from iris.rpc import controller_pb2 as theirs_controller
+from iris.rpc import iris_logging_pb2 as theirs_logging
+from iris.rpc import job_pb2 as theirs_job
+from iris.rpc import time_pb2 as theirs_time
+from iris.rpc import vm_pb2 as theirs_vm
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUR_FILES: tuple[FileDescriptor, ...] = tuple(

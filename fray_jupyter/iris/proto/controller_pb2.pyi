@@ -361,6 +361,44 @@ class Controller(_message.Message):
         access: Controller.EndpointAccess
         peer_id: str
         def __init__(self, endpoint_id: _Optional[str] = ..., name: _Optional[str] = ..., address: _Optional[str] = ..., task_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., access: _Optional[_Union[Controller.EndpointAccess, str]] = ..., peer_id: _Optional[str] = ...) -> None: ...
+    class RegisterEndpointRequest(_message.Message):
+        __slots__ = ("name", "address", "task_id", "metadata", "attempt_id", "endpoint_id", "lease_duration", "access")
+        class MetadataEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        ADDRESS_FIELD_NUMBER: _ClassVar[int]
+        TASK_ID_FIELD_NUMBER: _ClassVar[int]
+        METADATA_FIELD_NUMBER: _ClassVar[int]
+        ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+        ENDPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+        LEASE_DURATION_FIELD_NUMBER: _ClassVar[int]
+        ACCESS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        address: str
+        task_id: str
+        metadata: _containers.ScalarMap[str, str]
+        attempt_id: int
+        endpoint_id: str
+        lease_duration: _time_pb2.Duration
+        access: Controller.EndpointAccess
+        def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., task_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., attempt_id: _Optional[int] = ..., endpoint_id: _Optional[str] = ..., lease_duration: _Optional[_Union[_time_pb2.Duration, _Mapping]] = ..., access: _Optional[_Union[Controller.EndpointAccess, str]] = ...) -> None: ...
+    class RegisterEndpointResponse(_message.Message):
+        __slots__ = ("endpoint_id", "lease_duration")
+        ENDPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+        LEASE_DURATION_FIELD_NUMBER: _ClassVar[int]
+        endpoint_id: str
+        lease_duration: _time_pb2.Duration
+        def __init__(self, endpoint_id: _Optional[str] = ..., lease_duration: _Optional[_Union[_time_pb2.Duration, _Mapping]] = ...) -> None: ...
+    class UnregisterEndpointRequest(_message.Message):
+        __slots__ = ("endpoint_id",)
+        ENDPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+        endpoint_id: str
+        def __init__(self, endpoint_id: _Optional[str] = ...) -> None: ...
     class ListEndpointsRequest(_message.Message):
         __slots__ = ("prefix", "exact", "task_ids")
         PREFIX_FIELD_NUMBER: _ClassVar[int]

@@ -6,7 +6,7 @@ import warnings
 from fray_jupyter.iris.proto import controller_pb2 as iris_dot_controller__pb2
 from fray_jupyter.iris.proto import job_pb2 as iris_dot_job__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.81.1'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
@@ -749,7 +749,8 @@ class ControllerService:
 
 
 class EndpointServiceStub:
-    """Iris's endpoint registry; a task's Iris client resolves the log server through it.
+    """Iris's endpoint registry: tasks register their services (actors) under leases; a task's Iris client
+    also resolves the log server through it.
     """
 
     def __init__(self, channel):
@@ -758,6 +759,16 @@ class EndpointServiceStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.RegisterEndpoint = channel.unary_unary(
+                '/iris.cluster.EndpointService/RegisterEndpoint',
+                request_serializer=iris_dot_controller__pb2.Controller.RegisterEndpointRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.RegisterEndpointResponse.FromString,
+                _registered_method=True)
+        self.UnregisterEndpoint = channel.unary_unary(
+                '/iris.cluster.EndpointService/UnregisterEndpoint',
+                request_serializer=iris_dot_controller__pb2.Controller.UnregisterEndpointRequest.SerializeToString,
+                response_deserializer=iris_dot_job__pb2.Empty.FromString,
+                _registered_method=True)
         self.ListEndpoints = channel.unary_unary(
                 '/iris.cluster.EndpointService/ListEndpoints',
                 request_serializer=iris_dot_controller__pb2.Controller.ListEndpointsRequest.SerializeToString,
@@ -766,8 +777,21 @@ class EndpointServiceStub:
 
 
 class EndpointServiceServicer:
-    """Iris's endpoint registry; a task's Iris client resolves the log server through it.
+    """Iris's endpoint registry: tasks register their services (actors) under leases; a task's Iris client
+    also resolves the log server through it.
     """
+
+    def RegisterEndpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnregisterEndpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
     def ListEndpoints(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -778,6 +802,16 @@ class EndpointServiceServicer:
 
 def add_EndpointServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'RegisterEndpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterEndpoint,
+                    request_deserializer=iris_dot_controller__pb2.Controller.RegisterEndpointRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.RegisterEndpointResponse.SerializeToString,
+            ),
+            'UnregisterEndpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterEndpoint,
+                    request_deserializer=iris_dot_controller__pb2.Controller.UnregisterEndpointRequest.FromString,
+                    response_serializer=iris_dot_job__pb2.Empty.SerializeToString,
+            ),
             'ListEndpoints': grpc.unary_unary_rpc_method_handler(
                     servicer.ListEndpoints,
                     request_deserializer=iris_dot_controller__pb2.Controller.ListEndpointsRequest.FromString,
@@ -792,8 +826,63 @@ def add_EndpointServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class EndpointService:
-    """Iris's endpoint registry; a task's Iris client resolves the log server through it.
+    """Iris's endpoint registry: tasks register their services (actors) under leases; a task's Iris client
+    also resolves the log server through it.
     """
+
+    @staticmethod
+    def RegisterEndpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.EndpointService/RegisterEndpoint',
+            iris_dot_controller__pb2.Controller.RegisterEndpointRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.RegisterEndpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterEndpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.EndpointService/UnregisterEndpoint',
+            iris_dot_controller__pb2.Controller.UnregisterEndpointRequest.SerializeToString,
+            iris_dot_job__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def ListEndpoints(request,
