@@ -73,12 +73,15 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("client.py", (), (), 30, 120),
     Bench("iris_cli.py", ("--runs", "2"), (), 90, 420),
     Bench("fit.py", (), (), 10, 120),
+    Bench("oracle_capture.py", ("500",), (), 30, 60),
     Bench("twin.py", ("--quick",), (), 50, 300),
+    Bench("actors.py", ("--calls", "300"), (), 90, 300),
+    Bench("sessions.py", ("--cells", "10", "--cold-runs", "1", "--no-twin"), (), 30, 420),
     Bench("sidebar.py", ("--watch", "30", "--window", "20", "--jobs", "20", "--scale-repeat", "1"), (), 60, 300),
     Bench("logview.py", ("--step", "1000"), (), 40, 300),
     Bench("soak.py", ("--runs", "200"), ("--runs", "2000"), 20, 1200),
-    Bench("live.py", ("--jobs", "3", "--rounds", "1", "--window", "30"), (), 170, 720),
-    Bench("live.py", ("--real-iris", "--jobs", "3", "--rounds", "1", "--window", "30"), ("--real-iris",), 180, 780),
+    Bench("live.py", ("--jobs", "3", "--rounds", "1", "--window", "20"), (), 120, 720),
+    Bench("live.py", ("--real-iris", "--jobs", "3", "--rounds", "1", "--window", "20"), ("--real-iris",), 130, 780),
 )
 
 

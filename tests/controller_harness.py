@@ -35,11 +35,12 @@ def status_text_rows(task_ids: list[str], attempts: list[int], details: list[str
                      ts: list[int] | None = None) -> finelog_stats_pb2.WriteRowsRequest:
     """What a task's ``report_task_status_text`` sends (Iris's ``TaskStatusRow`` columns; ``ts`` in
     epoch ms, left out when None), one row per task id."""
-    columns = [arrow_ipc.Column("task_id", "utf8", list(task_ids)), arrow_ipc.Column("attempt_id", "int64", attempts),
-               arrow_ipc.Column("status_text_detail_md", "utf8", details),
-               arrow_ipc.Column("status_text_summary_md", "utf8", summaries)]
+    columns = [arrow_ipc.Column("task_id", "string", list(task_ids)),
+               arrow_ipc.Column("attempt_id", "int64", attempts),
+               arrow_ipc.Column("status_text_detail_md", "string", details),
+               arrow_ipc.Column("status_text_summary_md", "string", summaries)]
     if ts is not None:
-        columns.append(arrow_ipc.Column("ts", "ts[ms]", ts))
+        columns.append(arrow_ipc.Column("ts", "timestamp[ms]", ts))
     return finelog_stats_pb2.WriteRowsRequest(namespace="iris.task_status", arrow_ipc=arrow_ipc.write(columns))
 
 

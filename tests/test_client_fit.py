@@ -10,9 +10,10 @@ import pytest
 from fray_jupyter import Entrypoint, JobRequest, plan
 from fray_jupyter import ResourceConfig as RC
 from fray_jupyter.client import FrayClient, FrayError
-from fray_jupyter.client.fit import CACHE, fit, fit_from
+from fray_jupyter.client.fit import CACHE, fit
 from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.controller.cluster import Cluster
+from fray_jupyter.iris.fit import fit_from
 from fray_jupyter.iris.proto import controller_pb2, vm_pb2
 from fray_jupyter.planning import Plan
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly

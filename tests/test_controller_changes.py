@@ -4,7 +4,6 @@ line for a bad request."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -32,17 +31,15 @@ def test_a_reader_from_another_epoch_or_beyond_the_history_must_reread(monkeypat
 
 
 def test_a_waiter_wakes_on_the_next_change_and_times_out_otherwise() -> None:
-    async def scenario() -> tuple[dict[str, object], float, dict[str, object]]:
+    async def scenario() -> tuple[dict[str, object], dict[str, object]]:
         feed = ChangeFeed()
         asyncio.get_running_loop().call_later(0.05, feed.touch, "/a/x")
-        started = time.monotonic()
-        woken = await feed.wait(0, feed.epoch, 5)
-        waited = time.monotonic() - started
+        woken = await feed.wait(0, feed.epoch, 5)  # woken by the change: a timeout answers no job ids
         idle = await feed.wait(1, feed.epoch, 0.05)
-        return woken, waited, idle
+        return woken, idle
 
-    woken, waited, idle = asyncio.run(scenario())
-    assert woken["jobIds"] == ["/a/x"] and waited < 1
+    woken, idle = asyncio.run(scenario())
+    assert woken["jobIds"] == ["/a/x"]
     assert idle["jobIds"] == [] and idle["revision"] == 1
 
 

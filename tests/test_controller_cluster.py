@@ -55,7 +55,7 @@ def test_no_group_for_the_device_is_failed_precondition(wire: Wire) -> None:
 
 
 def test_an_eight_task_v4_32_gang_stays_pending_with_irises_reason(wire: Wire) -> None:
-    """iris-twin.md §3: accepted (8 is a multiple of 4 VMs), never placed; other jobs run past it."""
+    """As on the genuine Iris: accepted (8 is a multiple of 4 VMs), never placed; other jobs run past it."""
     held = wire.launch(launch_request(f"v4x2-{wire.transport}", "true",
                                       resources=ResourceConfig.with_tpu("v4-32", slice_count=2)))
     ran = wire.launch(launch_request(f"v4x1-{wire.transport}", "true", resources=ResourceConfig.with_tpu("v4-32")))

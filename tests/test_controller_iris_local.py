@@ -175,8 +175,8 @@ def twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
         yield client
 
 
-def _submit(client: FrayClient, name: str, resources: ResourceConfig, tmp_path: Path) -> str:
-    job = JobRequest(name=name, entrypoint=Entrypoint.from_binary("sh", ["-c", "true"]), resources=resources,
+def _submit(client: FrayClient, name: str, resources: ResourceConfig, tmp_path: Path, script: str = "true") -> str:
+    job = JobRequest(name=name, entrypoint=Entrypoint.from_binary("sh", ["-c", script]), resources=resources,
                      environment=EnvironmentConfig(workspace=str(tmp_path), setup_scripts=[]))
     return client.submit(plan(job, user="fray-test"))
 
@@ -191,6 +191,13 @@ def test_a_multi_vm_slice_runs_as_one_gang(twin: FrayClient, tmp_path: Path, var
 
 
 def test_two_v4_32_slices_stay_pending_with_iris_reason(twin: FrayClient, tmp_path: Path) -> None:
+    # A v4-32 slice must be up for the scheduler's half of the reason ("largest group has 4"): a
+    # one-slice job holds one for the test (a slice an earlier test scaled up may be reclaimed by now).
+    holder = _submit(twin, "v4-32-holder", ResourceConfig.with_tpu("v4-32"), tmp_path, "sleep 600")
+    deadline = time.monotonic() + 120
+    while twin.state([holder])[holder] != job_pb2.JOB_STATE_RUNNING:
+        assert time.monotonic() < deadline, f"the v4-32 holder is not running after 120 s: {twin.status(holder)}"
+        time.sleep(0.2)
     job_id = _submit(twin, "v4-32x2", ResourceConfig.with_tpu("v4-32", slice_count=2), tmp_path)
     try:
         found = settle(twin, [job_id])[job_id]
@@ -200,6 +207,7 @@ def test_two_v4_32_slices_stay_pending_with_iris_reason(twin: FrayClient, tmp_pa
                 "(tpu_v4_32=4)") in found.reason
     finally:
         twin.terminate(job_id)
+        twin.terminate(holder)
 
 
 def test_a_fray_default_cpu_job_succeeds(twin: FrayClient, tmp_path: Path) -> None:

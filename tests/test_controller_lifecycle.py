@@ -1,4 +1,4 @@
-"""Lifecycle (issue 11, item 12): ``fray-jupyter controller status|stop|gc`` against the real
+"""Lifecycle: ``fray-jupyter controller status|stop|gc`` against the real
 controller, and the auto-started controller stopping when idle and coming back with its history."""
 
 from __future__ import annotations
@@ -61,9 +61,10 @@ def test_the_auto_started_controller_stops_when_idle_and_comes_back_with_its_his
     monkeypatch.delenv(URL_ENV, raising=False)
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     monkeypatch.setenv(IDLE_ENV, "1.5")
+    request = launch_request("idle", "sleep 2; echo survived")  # planned first: the idle clock starts at connect
     with connect() as client:
         first = discovery._started[-1]
-        job_id = client.submit(launch_request("idle", "sleep 2; echo survived"))
+        job_id = client.submit(request)
         assert first.poll() is None
         assert first.wait(timeout=30) == 0  # the exit event: idle 1.5 s after the 2 s task ended
     assert read_runtime_file() is None

@@ -38,7 +38,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 def ids(store: Store, **fields: object) -> list[str]:
     page = jobs_query(C.JobQuery(**fields))  # type: ignore[arg-type]
     assert page is not None
-    return [row.job_id for row in store.query_jobs(page.where, page.params, page.order, page.limit, page.offset)[0]]
+    return [row.job_id for row in store.query_jobs(page)[0]]
 
 
 def test_the_page_is_clamped_as_iris_clamps_it() -> None:

@@ -129,7 +129,6 @@ def _other_user() -> list[str]:
 
 
 def _probe(controller: ControllerProcess, tmp_path: Path, prefix: list[str], name: str) -> dict[str, str]:
-    pytest.importorskip("fray.iris_backend", reason="needs marin-fray (Python >= 3.12)")
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     env = {key: value for key, value in os.environ.items() if key not in ("MARIN_CLUSTER_TOKEN", "FRAY_CONTROLLER_TOKEN")}

@@ -1,4 +1,4 @@
-"""Retention (issue 11, item 3): files of finished jobs (work dirs, bundles, output archives) go by age or by the state dir's size cap,
+"""Retention: files of finished jobs (work dirs, bundles, output archives) go by age or by the state dir's size cap,
 oldest first; running jobs and job records stay; leftovers of replaced jobs go; logs are capped
 per task with a visible marker."""
 

@@ -75,18 +75,20 @@ def test_a_failing_step_stops_the_attempt(tmp_path: Path) -> None:
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     pids: list[int] = []
     lines: list[tuple[str, str]] = []
-    started = time.monotonic()
     outcome = asyncio.run(_attempt(tmp_path, [["sh", "-c", "sleep 30 & echo child=$!; wait"]], lines,
                                    timeout=0.3, pids=pids).run())
     assert outcome.timed_out and outcome.state == J.TASK_STATE_FAILED
-    assert time.monotonic() - started < 3
     _gone(int(lines[0][1].removeprefix("child=")))
     _gone(pids[0])
 
 
-def test_stop_escalates_to_sigkill_after_the_grace(tmp_path: Path) -> None:
+HOLDS_OUT = "trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.05; done"
+"""A task that outlives SIGTERM: it notes the signal and keeps going (each ``sleep`` it runs dies)."""
+
+
+def test_stop_sends_sigterm_then_sigkill_after_the_grace(tmp_path: Path) -> None:
     async def scenario() -> tuple[Outcome, float]:
-        attempt = _attempt(tmp_path, [["sh", "-c", "trap '' TERM; echo ready; sleep 30"]], lines)
+        attempt = _attempt(tmp_path, [["sh", "-c", HOLDS_OUT]], lines)
         task = asyncio.ensure_future(attempt.run())
         while not lines:
             await asyncio.sleep(0.01)
@@ -98,7 +100,8 @@ def test_stop_escalates_to_sigkill_after_the_grace(tmp_path: Path) -> None:
     lines: list[tuple[str, str]] = []
     outcome, took = asyncio.run(scenario())
     assert outcome == Outcome(J.TASK_STATE_KILLED, None, "Terminated by user")
-    assert runner.KILL_GRACE_S <= took < runner.KILL_GRACE_S + 1
+    assert ("stdout", "got TERM") in lines  # SIGTERM came first and did not end it
+    assert took >= runner.KILL_GRACE_S  # SIGKILL waited for the grace
 
 
 def test_leftover_processes_in_the_group_end_with_the_task(tmp_path: Path) -> None:
@@ -109,8 +112,8 @@ def test_leftover_processes_in_the_group_end_with_the_task(tmp_path: Path) -> No
 
 
 def _gone(pid: int) -> None:
-    """SIGKILL is delivered asynchronously: allow the kernel a moment."""
-    deadline = time.monotonic() + 1
+    """SIGKILL is delivered asynchronously: wait for the process to go (the deadline is a hang guard)."""
+    deadline = time.monotonic() + 30
     while pid_alive(pid):
         assert time.monotonic() < deadline, f"process {pid} still alive"
         time.sleep(0.01)

@@ -82,11 +82,12 @@ def test_existing_job_policies(tmp_path: Path) -> None:
             assert "already exists" in refused(Code.ALREADY_EXISTS, lambda: core.launch(request))
         request.existing_job_policy = J.EXISTING_JOB_POLICY_KEEP
         assert core.launch(request) == job_id and core.status(job_id).submitted_at.epoch_ms == first
-        await asyncio.sleep(0.01)
+        await core.wait(job_id, {J.JOB_STATE_RUNNING})
         request.existing_job_policy = J.EXISTING_JOB_POLICY_RECREATE
         core.launch(request)
-        replaced = core.status(job_id)
-        assert replaced.submitted_at.epoch_ms > first and replaced.state in (J.JOB_STATE_PENDING, J.JOB_STATE_RUNNING)
+        replaced = core.status(job_id)  # Iris cancels the running job and starts its replacement PENDING
+        assert replaced.submitted_at.epoch_ms > first and replaced.state == J.JOB_STATE_PENDING
+        assert [attempt.attempt_id for task in core.tasks(job_id) for attempt in task.attempts] == []
         core.service.terminate_job(C.TerminateJobRequest(job_id=job_id))
         assert core.status(job_id).state == J.JOB_STATE_KILLED
         for policy in (J.EXISTING_JOB_POLICY_KEEP, J.EXISTING_JOB_POLICY_UNSPECIFIED):  # finished: replaced
@@ -212,7 +213,10 @@ def test_log_paging_with_a_line_cap(tmp_path: Path) -> None:
     async def body(core: Core) -> None:
         job_id = core.launch(launch_request("pages", "seq 1 5; seq 6 7 >&2"))
         await core.wait(job_id)
-        await asyncio.sleep(0.1)
+        deadline = time.monotonic() + 15
+        while len(core.lines(job_id)) < 7:  # a task's last lines may reach the store after its end
+            assert time.monotonic() < deadline, core.lines(job_id)
+            await asyncio.sleep(0.02)
         seen, cursor = [], 0
         for _ in range(10):
             page = core.service.get_task_logs(C.GetTaskLogsRequest(id=f"{job_id}/0:0", cursor=cursor,
@@ -243,7 +247,7 @@ def test_requested_resources_are_recorded_not_enforced(tmp_path: Path) -> None:
     run(tmp_path, body)
 
 
-# -- identity: a replaced job and its replacement never mix (issue 11, items 1, 2, 10) ------------
+# -- identity: a replaced job and its replacement never mix -----------------------------------------
 STUBBORN = "trap '' TERM; echo old > marker; echo old-line; sleep 30"
 FRESH = 'test -e marker && echo saw-old-marker; echo new-line; pwd'
 
@@ -312,7 +316,7 @@ def test_a_replacement_that_fails_to_store_leaves_the_old_job_whole(tmp_path: Pa
     run(tmp_path, body)
 
 
-# -- zip bombs (issue 11, item 9) -------------------------------------------------------------------
+# -- zip bombs -------------------------------------------------------------------------------------
 def test_a_zip_bomb_bundle_is_refused_naming_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fray_jupyter.controller import runner
 
@@ -345,7 +349,7 @@ def _zip_deflated(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-# -- engine callbacks are not fire-and-forget (issue 11, item 8) ------------------------------------
+# -- engine callbacks are not fire-and-forget ------------------------------------------------------
 def test_a_failure_recording_an_attempts_end_fails_the_job_with_the_reason(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     import sqlite3
@@ -389,9 +393,7 @@ def test_close_waits_for_attempts_at_most_its_timeout(tmp_path: Path, monkeypatc
         await core.wait(job_id, {J.JOB_STATE_PENDING, J.JOB_STATE_RUNNING})
         while not core.engine.running:
             await asyncio.sleep(0.01)
-        started = time.monotonic()
-        await asyncio.wait_for(core.engine.close(timeout=0.5), 10)
-        assert time.monotonic() - started < 5
+        await asyncio.wait_for(core.engine.close(timeout=0.5), 10)  # returns: close does not wait for it
         assert core.status(job_id).state == J.JOB_STATE_WORKER_FAILED
         runner.cancel()
         core.store.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
-from fray_jupyter.controller.store import ID_LIST_CHUNK, JobRow, SchemaTooNew, Store
+from fray_jupyter.controller.store import ID_LIST_CHUNK, JobRow, JobsPage, SchemaTooNew, Store
 from fray_jupyter.iris.proto import job_pb2 as J
 
 
@@ -64,7 +64,7 @@ def test_log_queries(tmp_path: Path) -> None:
     assert store.last_log_id("/a/j") == 10 and store.last_log_id("/a/none") == 0
 
 
-# -- schema versions (issue 11, item 11) -----------------------------------------------------------
+# -- schema versions -------------------------------------------------------------------------------
 MAIN_BEFORE_VERSIONING_DDL = """
 CREATE TABLE IF NOT EXISTS jobs (
   id INTEGER PRIMARY KEY,
@@ -212,7 +212,7 @@ def test_a_tree_is_read_and_deleted_whole_and_reports_its_parents(tmp_path: Path
     with store.transaction():
         deleted, _ = store.delete_tree("/alice/p/c")
     assert deleted == ["/alice/p/c", "/alice/p/c/g"] and store.last_log_id("/alice/p/c/g") == 0
-    assert sorted(row.job_id for row in store.query_jobs("1", [], "id", 10, 0)[0]) == [
+    assert sorted(row.job_id for row in store.query_jobs(JobsPage(limit=10))[0]) == [
         "/alice/p", "/alice/p-2", "/alice/p/d", "/alice/p0"]
 
 

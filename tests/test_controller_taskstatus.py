@@ -56,7 +56,6 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerP
 def test_a_task_sets_its_status_text_as_iris_tasks_do(controller: ControllerProcess) -> None:
     """Iris's ``report_task_status_text`` from inside a task, through ``IRIS_CONTROLLER_ADDRESS`` and the
     ``/system/log-server`` endpoint, arrives; fray-jupyter's client and finelog's read it back."""
-    pytest.importorskip("iris.client.client", reason="needs marin-iris in the task's Python")
     with FrayClient(controller.info.url, controller.info.token) as client:
         job_id = client.submit(launch_request("reports", f"exec {shlex.quote(sys.executable)} -c {shlex.quote(REPORT)}"))
         submitted = client.status(job_id).submitted_at.epoch_ms

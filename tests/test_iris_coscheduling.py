@@ -1,4 +1,4 @@
-"""Gang scheduling (fray-iris.md §3.7): ``resolve_coscheduling``, the NVL72 rack rules, and the
+"""Gang scheduling: Fray's ``resolve_coscheduling``, the NVL72 rack rules, and the
 concrete task groups a plan shows."""
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def groups_of(rc: ResourceConfig, replicas: int) -> list[tuple[tuple[int, ...], 
 
 
 def test_a_multi_slice_tpu_job_is_one_gang_not_one_per_slice() -> None:
-    """Iris 0.2.227: a coscheduled job is ONE gang on one tpu-name (iris-twin.md §3)."""
+    """Iris 0.2.227: a coscheduled job is ONE gang on one tpu-name (its scheduler places it at once)."""
     assert groups_of(RC.with_tpu("v4-32"), 8) == [(tuple(range(8)), True, True)]
     assert groups_of(RC.with_tpu("v4-32"), 4) == [((0, 1, 2, 3), True, True)]
 

@@ -1,4 +1,4 @@
-"""Iris 0.2.227's placement rules as pure functions (iris-twin.md §3, Iris's routing and scheduler)."""
+"""Iris 0.2.227's placement rules as pure functions (Iris's routing and scheduler, as the twin shows them)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def names(verdict: P.Verdict) -> list[str]:
     return [g.name for g in verdict.groups]
 
 
-# -- iris-twin.md §3 ------------------------------------------------------------------------------------
+# -- a coscheduled job is one gang, placed only where a group's num_vms is its size --------------------
 def test_v4_32_times_two_is_one_gang_never_placed() -> None:
     r = request(RC.with_tpu("v4-32", slice_count=2))
     assert P.gangs(r) == (P.Gang(tuple(range(8)), "tpu-name"),)

@@ -1,7 +1,8 @@
 """The package's layers, read from every module's imports (``ast``), lazy ones included: the model
 (``resources``, ``cluster``) → the wire (``iris``) → the plan and its views (``planning``,
-``views``) and the client (``client``) → the controller (``controller``); the surfaces
-(``widgets``, ``magics``, ``server``, ``cli``, ``flags``, ``fray_client``, the package root) on
+``views``) and the client (``client``) → the controller (``controller``) and the actors
+(``actors``, beside it on the client); the surfaces
+(``widgets``, ``magics``, ``server``, ``cli``, ``flags``, ``fray_protocol``, the package root) on
 top. A module imports only its own layer and those its layer lists; nothing imports a surface but
 a surface; and no two modules import each other when imported, directly or round a circle."""
 
@@ -24,12 +25,15 @@ ALLOWED: Final[dict[str, frozenset[str]]] = {
     # the client speaks the wire; it may read the tables and cluster profiles the wire rules use
     # (client.fit), but never the models or the plan (test_import_budget keeps pydantic out)
     "client": frozenset({"iris", "cluster", "resources"}),
-    "controller": frozenset({"client", "iris", "resources", "cluster"}),
+    "controller": frozenset({"iris", "resources", "cluster"}),
+    # actors (server, handles, groups) call the controller's endpoint registry through the client
+    "actors": frozenset({"client", "iris"}),
 }
 """Each lower layer (the first part of the module name under ``fray_jupyter``) → the other layers
 it may import."""
-SURFACES: Final = frozenset({"widgets", "magics", "server", "cli", "flags", "fray_client", "task", ""})
-"""May import any layer (``""`` is the package root; ``task`` is what a running task calls)."""
+SURFACES: Final = frozenset({"widgets", "magics", "server", "cli", "flags", "fray_protocol", "task", "session", ""})
+"""May import any layer (``""`` is the package root; ``task`` is what a running task calls; ``session``
+is the engine a session's tasks serve and the kernel's merge of their results)."""
 
 
 def layer(module: str) -> str:

@@ -96,9 +96,9 @@ class Budgets:
         if cached is not None:
             return cached
         job = self.store.job(job_id)
-        if job is None or job.id != row_id:
+        request = self.store.launch_request(job_id)
+        if job is None or job.id != row_id or request is None:
             return Terms(job_user(job_id), J.PRIORITY_BAND_INTERACTIVE, 0)
-        request = C.LaunchJobRequest.FromString(job.request)
         terms = Terms(job_user(job_id), resolve_band(request.priority_band),
                       task_value(J.ResourceSpecProto.FromString(job.resources)))
         if len(self._terms) >= MAX_CACHED_JOBS:

@@ -7,10 +7,10 @@ Rules:
 
 * Every write the store makes to a job, its tasks or its log lines bumps ``revision`` by one and
   records the job id at that revision (the newest ``HISTORY`` job ids are kept).
-* ``POST /fray.jupyter.ChangeFeed/WaitForChanges`` (Connect JSON, the controller's bearer token)
-  with ``{"after": N, "epoch": E, "timeoutMs": T}`` answers as soon as the revision passes ``N``,
-  or after ``T`` ms (at most ``MAX_WAIT_S`` s) with no job ids: ``{"epoch", "revision",
-  "jobIds", "reset"}``. ``reset`` is true when the caller must re-read everything: it named
+* ``POST /fray.jupyter.ChangeFeed/WaitForChanges`` (``iris.wire.CHANGE_FEED_PATH``; Connect JSON,
+  the controller's bearer token) with ``{"after": N, "epoch": E, "timeoutMs": T}`` answers as soon
+  as the revision passes ``N``, or after ``T`` ms (at most ``MAX_WAIT_S`` s) with no job ids:
+  ``{"epoch", "revision", "jobIds", "reset"}``. ``reset`` is true when the caller must re-read everything: it named
   another epoch (the controller restarted: revisions start again) or a revision older than the
   kept history.
 * Runs on the controller's event loop, like the store.
@@ -23,7 +23,6 @@ import secrets
 from collections import OrderedDict
 from typing import Any, Final
 
-FEED_PATH: Final[str] = "/fray.jupyter.ChangeFeed/WaitForChanges"
 MAX_WAIT_S: Final[float] = 30.0
 HISTORY: Final[int] = 2000
 

@@ -32,7 +32,7 @@ from fray_jupyter.iris.placement_workers import Worker, pending_reason, slice_wo
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2, vm_pb2
 
 if TYPE_CHECKING:
-    from fray_jupyter.client.fit import Fit, PlanLike
+    from fray_jupyter.iris.fit import Fit, PlanLike
 
 C = controller_pb2.Controller
 CLUSTER_CONFIG_ENV: Final[str] = "FRAY_CLUSTER_CONFIG"
@@ -53,7 +53,7 @@ def read_embedded_fit(plan: PlanLike) -> tuple[Fit, str]:
     """The ``fit()`` verdict an embedded controller started now would give ``plan``, and a line saying
     where it came from: its capacity answers are a function of its profile alone (``embedded_profile``),
     so they are read here without starting one (``ProfileError`` names a bad ``$FRAY_CLUSTER_CONFIG``)."""
-    from fray_jupyter.client.fit import fit_from
+    from fray_jupyter.iris.fit import fit_from
 
     profile = embedded_profile()
     cluster = Cluster(profile)

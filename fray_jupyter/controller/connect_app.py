@@ -35,7 +35,7 @@ import zstandard
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from fray_jupyter.controller.changes import FEED_PATH, ChangeFeed, parse_wait_request
+from fray_jupyter.controller.changes import ChangeFeed, parse_wait_request
 from fray_jupyter.controller.rpc import (
     METHODS_BY_PATH,
     Authenticator,
@@ -45,12 +45,9 @@ from fray_jupyter.controller.rpc import (
     decode,
     unimplemented,
 )
+from fray_jupyter.iris.wire import CHANGE_FEED_PATH, CLUSTER_PROFILE_PATH
 
 MAX_REQUEST_BYTES: Final[int] = 32 * 1024 * 1024
-PROFILE_PATH: Final[str] = "/fray.jupyter.ClusterProfile/GetClusterProfile"
-"""fray-jupyter's own method (not Iris's ``ControllerService``): the controller's cluster profile as
-JSON (``cluster.profile.profile_to_json``), so ``fit()`` applies the exact profile, not what the wire
-tells (which leaves out zones, per-VM sizes and capacity types of groups without live workers)."""
 _CODECS: Final[dict[str, str]] = {"application/proto": "proto", "application/json": "json"}
 
 Scope = MutableMapping[str, Any]
@@ -115,9 +112,9 @@ class ConnectApp:
             if verb != "POST":
                 raise RpcError(Code.UNIMPLEMENTED, f"{verb} is not supported; use POST")
             return 200, "application/json", json.dumps(await handler()).encode()
-        if path == FEED_PATH and self.feed is not None:
+        if path == CHANGE_FEED_PATH and self.feed is not None:
             return await self._wait_for_changes(self.feed, scope, receive)
-        if path == PROFILE_PATH and self.profile is not None:
+        if path == CLUSTER_PROFILE_PATH and self.profile is not None:
             self._authenticate(scope)
             if verb != "POST":
                 raise RpcError(Code.UNIMPLEMENTED, f"{verb} is not supported; use POST")

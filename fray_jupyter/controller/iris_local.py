@@ -14,6 +14,8 @@ Rules:
 * TPU slices are emulated by one worker thread per VM with Iris's ``tpu-name`` / ``tpu-worker-id``
   attributes; tasks run as real processes. The autoscaler brings a slice up on demand (about 2.5 s)
   and reclaims it ``IDLE_SECONDS`` after it goes idle (Iris's own 600 s is meant for cloud VMs).
+* Task ports (``LaunchJobRequest.ports``) come from this cluster's own window of Iris's task-port
+  range (``_own_task_port_window``), so two local clusters on one machine never hand out the same one.
 * Iris's local workers report ``LOCAL_WORKER_RAM`` and ``LOCAL_WORKER_DISK`` whatever the manifest
   says, so a group declaring more per VM is lowered to those figures (one log line names it): LaunchJob
   then refuses what no local worker could hold, instead of accepting a job that would pend for ever.
@@ -40,7 +42,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
@@ -134,12 +136,14 @@ def child_environment(*, home: Path | None = None, tmp: Path | None = None) -> d
 
 
 def start(log: Path, *, cluster_config: str | None = None, port: int = 0, home: Path | None = None,
-          tmp: Path | None = None, timeout: float = START_TIMEOUT) -> IrisLocalCluster:
+          tmp: Path | None = None, timeout: float = START_TIMEOUT, python: Path | None = None) -> IrisLocalCluster:
     """Start the child for ``cluster_config`` (see the module rules; HOME and TMPDIR replaced where
-    given, stderr to ``log``) and wait for its URL line. Raises ``ClusterConfigError`` for a manifest
-    that does not exist or that Iris refuses, and ``IrisLocalUnavailable`` (quoting the log) when
-    marin-iris[controller] is missing, or the child exits or prints nothing within ``timeout`` seconds."""
-    reason = unavailable_reason("an Iris local cluster")
+    given, stderr to ``log``) and wait for its URL line. ``python`` runs the child instead of this
+    Python (another environment's, e.g. one with another Iris release; it must be able to import this
+    package). Raises ``ClusterConfigError`` for a manifest that does not exist or that Iris refuses, and
+    ``IrisLocalUnavailable`` (quoting the log) when marin-iris[controller] is missing, or the child
+    exits or prints nothing within ``timeout`` seconds."""
+    reason = None if python is not None else unavailable_reason("an Iris local cluster")
     if reason is not None:
         raise IrisLocalUnavailable(reason)
     check_cluster_config(cluster_config)
@@ -147,9 +151,12 @@ def start(log: Path, *, cluster_config: str | None = None, port: int = 0, home: 
         cluster_config = str(Path(cluster_config).expanduser().resolve())
     log.parent.mkdir(parents=True, exist_ok=True)
     env = child_environment(home=home, tmp=tmp)
+    if python is not None:  # that Python finds this package where this one does
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                             *filter(None, [env.get("PYTHONPATH")])])
     with log.open("w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", __name__, cluster_config or "", str(port)], stdin=subprocess.PIPE,
+            [str(python or sys.executable), "-m", __name__, cluster_config or "", str(port)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=stderr, env=env, text=True,
         )
     assert process.stdout is not None
@@ -253,6 +260,50 @@ def _shorten_idle_threshold(cluster: Any, seconds: float) -> None:
             group._idle_threshold = Duration.from_seconds(seconds)
 
 
+def _lower_endpoint_lease_floor(environ: MutableMapping[str, str]) -> None:
+    """Tests only: with ``$FRAY_MIN_ENDPOINT_LEASE_S`` set, grant endpoint leases that short, as the
+    embedded controller does (``controller.endpoints``): Iris's 3-minute floor is a module constant of
+    its endpoint service, read at each registration."""
+    from fray_jupyter.controller.endpoints import MIN_LEASE_ENV, MIN_LEASE_MS, lease_floor_ms
+
+    floor = lease_floor_ms(environ)
+    asked = environ.pop(MIN_LEASE_ENV, None)  # the controller's setting: its tasks (Iris passes its env on) never see it
+    if floor == MIN_LEASE_MS and not asked:
+        return
+    from iris.cluster.controller import endpoints  # type: ignore[import-untyped, unused-ignore]
+    from rigging.timing import Duration  # type: ignore[import-untyped, unused-ignore]
+
+    endpoints.MIN_ENDPOINT_LEASE = Duration.from_ms(floor)
+    print(f"iris-local: endpoint lease floor {floor} ms (${MIN_LEASE_ENV})", file=sys.stderr)
+
+
+TASK_PORT_WINDOW: Final[int] = 100
+
+
+def _own_task_port_window(pid: int) -> tuple[int, int]:
+    """The window of Iris's task-port range (12000-14000) this cluster hands ports out from: one of
+    20 windows of ``TASK_PORT_WINDOW``, by process id. Iris's allocator checks a port is free when it
+    hands it out, not when the task binds it; on one machine two local clusters (tests run several)
+    would both hand out 12000 and one task would fail with "address already in use"; on a real
+    cluster each worker is its own machine."""
+    from iris.cluster.worker import port_allocator  # type: ignore[import-untyped, unused-ignore]
+
+    start, end = port_allocator.DEFAULT_TASK_PORT_RANGE
+    windows = max(1, (end - start) // TASK_PORT_WINDOW)
+    first = start + (pid % windows) * TASK_PORT_WINDOW
+    return first, first + TASK_PORT_WINDOW
+
+
+def _use_own_task_ports() -> None:
+    """Make the local cluster's workers share a port allocator over ``_own_task_port_window``."""
+    import functools
+
+    from iris.cluster import local_cluster  # type: ignore[import-untyped, unused-ignore]
+    from iris.cluster.worker import port_allocator  # type: ignore[import-untyped, unused-ignore]
+
+    local_cluster.PortAllocator = functools.partial(port_allocator.PortAllocator, _own_task_port_window(os.getpid()))
+
+
 def serve(name: str | None, port: int) -> None:
     """The child's body (see the module rules)."""
     import tempfile
@@ -270,6 +321,8 @@ def serve(name: str | None, port: int) -> None:
             return
         if port:
             config.controller.local.port = port
+        _lower_endpoint_lease_floor(os.environ)
+        _use_own_task_ports()
         cluster = LocalCluster(config)
         try:
             url = cluster.start()

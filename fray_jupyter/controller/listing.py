@@ -1,5 +1,5 @@
 """ListJobs' query over the embedded controller's ``jobs`` table: Iris's paging bounds, scopes,
-filters and sort orders, as one SQL condition, order and page (``jobs_query``).
+filters and sort orders, as the store's typed ``JobsPage`` (``jobs_query``).
 
 Rules (Iris 0.2.227's ``ListJobs``):
 
@@ -16,40 +16,19 @@ Rules (Iris 0.2.227's ``ListJobs``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from fray_jupyter.controller import validation
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import like_pattern
+from fray_jupyter.controller.store import JobSort, JobsPage
 from fray_jupyter.iris.proto import controller_pb2
-from fray_jupyter.iris.states import (
-    JOB_STATE_SORT_ORDER,
-    MAX_LIST_JOBS_LIMIT,
-    MAX_LIST_JOBS_OFFSET,
-    job_state_from_name,
-)
+from fray_jupyter.iris.states import MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET, job_state_from_name
 
 C = controller_pb2.Controller
-_STATE_ORDER_SQL: Final[str] = (
-    "CASE state " + " ".join(f"WHEN {state} THEN {rank}" for state, rank in JOB_STATE_SORT_ORDER.items()) + " ELSE 99 END"
-)
-_SORT_COLUMNS: Final[dict[int, str]] = {
-    C.JOB_SORT_FIELD_DATE: "submitted_ms", C.JOB_SORT_FIELD_NAME: "name", C.JOB_SORT_FIELD_STATE: _STATE_ORDER_SQL,
-    C.JOB_SORT_FIELD_FAILURES: "failure_count", C.JOB_SORT_FIELD_PREEMPTIONS: "preemption_count",
+_SORTS: Final[dict[int, JobSort]] = {
+    C.JOB_SORT_FIELD_DATE: "date", C.JOB_SORT_FIELD_NAME: "name", C.JOB_SORT_FIELD_STATE: "state",
+    C.JOB_SORT_FIELD_FAILURES: "failures", C.JOB_SORT_FIELD_PREEMPTIONS: "preemptions",
 }
-
-
-@dataclass(frozen=True)
-class JobsPage:
-    """One ListJobs page as ``Store.query_jobs`` takes it: the condition (values in ``params``), the
-    order, and the page bounds."""
-
-    where: str
-    params: list[Any]
-    order: str
-    limit: int
-    offset: int
 
 
 def jobs_query(query: C.JobQuery) -> JobsPage | None:
@@ -61,31 +40,23 @@ def jobs_query(query: C.JobQuery) -> JobsPage | None:
         raise RpcError(Code.INVALID_ARGUMENT,
                        f"query.offset={offset} exceeds MAX_LIST_JOBS_OFFSET={MAX_LIST_JOBS_OFFSET}; narrow the "
                        "result set with state_filter/name_filter/parent_job_id instead of paging deeper.")
-    conditions, params = _scope(query)
+    state = None
     if query.state_filter:
         state = job_state_from_name(query.state_filter)
         if state is None:
             return None
-        conditions.append("state = ?")
-        params.append(state)
-    for column, text, prefix in (("name", query.name_filter.lower(), False), ("job_id", query.job_id_prefix, True)):
-        if text:
-            conditions.append(f"{column} LIKE ? ESCAPE '\\'")
-            params.append(like_pattern(text, prefix=prefix))
     field = query.sort_field or C.JOB_SORT_FIELD_DATE
     direction = query.sort_direction or (
         C.SORT_DIRECTION_DESC if field == C.JOB_SORT_FIELD_DATE else C.SORT_DIRECTION_ASC)
-    word = "DESC" if direction == C.SORT_DIRECTION_DESC else "ASC"
-    order = f"{_SORT_COLUMNS.get(field, 'submitted_ms')} {word}, id {word}"
-    return JobsPage(" AND ".join(conditions) or "1", params, order, limit, offset)
+    return JobsPage(limit, offset, roots_only=query.scope == C.JOB_QUERY_SCOPE_ROOTS, parent_job_id=_parent(query),
+                    state=state, name_contains=query.name_filter.lower(), id_prefix=query.job_id_prefix,
+                    sort=_SORTS.get(field, "date"), descending=direction == C.SORT_DIRECTION_DESC)
 
 
-def _scope(query: C.JobQuery) -> tuple[list[str], list[Any]]:
-    """The SQL condition of the query's scope (every job, roots only, or one job's children)."""
-    if query.scope == C.JOB_QUERY_SCOPE_ROOTS:
-        return ["parent_job_id = ''"], []
+def _parent(query: C.JobQuery) -> str | None:
+    """The parent whose direct children the query's scope asks for (None: not the CHILDREN scope)."""
     if query.scope != C.JOB_QUERY_SCOPE_CHILDREN:
-        return [], []
+        return None
     if not query.parent_job_id:
         raise RpcError(Code.INVALID_ARGUMENT, "query.parent_job_id is required for JOB_QUERY_SCOPE_CHILDREN")
     try:
@@ -93,4 +64,4 @@ def _scope(query: C.JobQuery) -> tuple[list[str], list[Any]]:
     except RpcError:
         raise RpcError(Code.INVALID_ARGUMENT, f"query.parent_job_id {query.parent_job_id!r} is not a job id "
                                               "('/<user>/<name>[/<child>…]')") from None
-    return ["parent_job_id = ?"], [query.parent_job_id]
+    return query.parent_job_id

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
@@ -70,19 +71,24 @@ def socket_owner(peer: tuple[str, int], local_port: int, tables: tuple[Path, ...
     except ValueError:
         return None
     remote_suffix = f":{local_port:04X}"
+    for fields in _rows(tables):
+        if len(fields) < 8 or fields[1] not in locals_wanted or not fields[2].endswith(remote_suffix):
+            continue
+        if fields[3] in (_TIME_WAIT, _LISTEN):
+            continue
+        return int(fields[7])
+    return None
+
+
+def _rows(tables: tuple[Path, ...]) -> Iterator[list[str]]:
+    """The fields of every socket row of the readable ``tables`` (their header lines left out)."""
     for table in tables:
         try:
             text = table.read_text()
         except OSError:
             continue
         for line in text.splitlines()[1:]:
-            fields = line.split()
-            if len(fields) < 8 or fields[1] not in locals_wanted or not fields[2].endswith(remote_suffix):
-                continue
-            if fields[3] in (_TIME_WAIT, _LISTEN):
-                continue
-            return int(fields[7])
-    return None
+            yield line.split()
 
 
 def parse_grpc_peer(peer: str) -> tuple[str, int] | None:
@@ -98,3 +104,15 @@ def parse_grpc_peer(peer: str) -> tuple[str, int] | None:
         return host, int(port)
     except (OSError, ValueError):
         return None
+
+
+_WILDCARDS: Final[frozenset[str]] = frozenset({"00000000", "0" * 32})
+"""The any-address (``0.0.0.0``, ``::``) as the kernel prints it in /proc/net/tcp{,6}."""
+
+
+def listens_on_every_interface(port: int, tables: tuple[Path, ...] = TABLES) -> bool:
+    """Whether a socket listens on TCP ``port`` at the any-address (``0.0.0.0`` or ``::``), i.e. is
+    reachable from every network interface, not only loopback; False where the table is unreadable."""
+    suffix = f":{port:04X}"
+    return any(len(fields) >= 4 and fields[3] == _LISTEN and fields[1].endswith(suffix)
+               and fields[1].rpartition(":")[0] in _WILDCARDS for fields in _rows(tables))

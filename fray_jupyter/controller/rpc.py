@@ -11,7 +11,8 @@ list: the job-facing RPCs of ``iris.cluster.ControllerService``, and finelog's
 reads logs from) and which is served here from the controller's own log store; the task status
 text path (``EndpointService.ListEndpoints`` for ``/system/log-server``, and finelog's
 ``StatsService`` RegisterTable / WriteRows / Query under the same proxy prefix, see
-``taskstatus``). Users, budgets and the scheduler's queues (``ListUsers``,
+``taskstatus``); the endpoint registry tasks publish their actors in (``EndpointService``'s
+RegisterEndpoint / UnregisterEndpoint / ListEndpoints, see ``endpoints``). Users, budgets and the scheduler's queues (``ListUsers``,
 ``Set/Get/ListUserBudget(s)``, ``GetSchedulerState``) are served from the controller's own records
 (``budget``, ``users``). Iris RPCs the embedded controller cannot serve (workers, raw SQL, ...) are
 listed in ``UNSUPPORTED`` and answered UNIMPLEMENTED with one line saying why.
@@ -39,16 +40,19 @@ from google.protobuf.message import DecodeError, Message
 
 from fray_jupyter.controller import peer as peer_module
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
+from fray_jupyter.iris.wire import (
+    CONTROLLER_SERVICE,
+    ENDPOINT_SERVICE,
+    LOG_SERVER_PROXY,
+    LOG_SERVICE,
+    STATS_SERVICE,
+    method_path,
+    proxied,
+)
 
 if TYPE_CHECKING:
     import grpc
 
-SERVICE_NAME: Final[str] = "iris.cluster.ControllerService"
-ENDPOINT_SERVICE: Final[str] = "iris.cluster.EndpointService"
-LOG_SERVICE: Final[str] = "finelog.logging.LogService"
-STATS_SERVICE: Final[str] = "finelog.stats.StatsService"
-LOG_SERVER_PROXY: Final[str] = "system.log-server"
-"""The endpoint name a real Iris controller proxies finelog under (``/proxy/<name>/...``)."""
 _LOG = logging.getLogger(__name__)
 
 _C = controller_pb2.Controller
@@ -115,18 +119,18 @@ class Method:
     request: type[Message]
     response: type[Message]
     handler: str
-    service: str = SERVICE_NAME
+    service: str = CONTROLLER_SERVICE
     proxy: str = ""
 
     @property
     def path(self) -> str:
         """``/<service>/<name>``, the URL path and gRPC method path."""
-        return f"/{self.service}/{self.name}"
+        return method_path(self.service, self.name)
 
     @property
     def paths(self) -> tuple[str, ...]:
         """Every path the method answers at: ``path``, and ``/proxy/<proxy><path>`` if proxied."""
-        return (self.path, f"/proxy/{self.proxy}{self.path}") if self.proxy else (self.path,)
+        return (self.path, proxied(self.path, self.proxy)) if self.proxy else (self.path,)
 
 
 _F = finelog_logging_pb2
@@ -150,6 +154,10 @@ METHODS: Final[tuple[Method, ...]] = (
     Method("ListUserBudgets", _C.ListUserBudgetsRequest, _C.ListUserBudgetsResponse, "list_user_budgets"),
     Method("GetSchedulerState", _C.GetSchedulerStateRequest, _C.GetSchedulerStateResponse, "get_scheduler_state"),
     Method("FetchLogs", _F.FetchLogsRequest, _F.FetchLogsResponse, "fetch_logs", LOG_SERVICE, LOG_SERVER_PROXY),
+    Method("RegisterEndpoint", _C.RegisterEndpointRequest, _C.RegisterEndpointResponse, "register_endpoint",
+           ENDPOINT_SERVICE),
+    Method("UnregisterEndpoint", _C.UnregisterEndpointRequest, job_pb2.Empty, "unregister_endpoint",
+           ENDPOINT_SERVICE),
     Method("ListEndpoints", _C.ListEndpointsRequest, _C.ListEndpointsResponse, "list_endpoints", ENDPOINT_SERVICE),
     Method("RegisterTable", _S.RegisterTableRequest, _S.RegisterTableResponse, "register_table", STATS_SERVICE,
            LOG_SERVER_PROXY),
@@ -160,7 +168,7 @@ METHODS_BY_PATH: Final[dict[str, Method]] = {path: method for method in METHODS 
 
 # Why the embedded controller cannot serve an Iris RPC: one line per kind of missing machinery.
 _NO_WORKERS = "it has no workers (tasks run as processes on this machine, not on registered workers)"
-_NO_ENDPOINTS = "it has no endpoint registry or actor proxy (jobs cannot register or look up endpoints)"
+_NO_PROXY = "it has no actor proxy (tasks and this machine's user call endpoints at their own addresses)"
 _NO_IDENTITY = "it has no caller identities (every caller it lets in is this machine's user)"
 _NO_SQL = "it has no SQL query surface (use job/task listings and logs instead)"
 _NO_CLUSTER = "it has no autoscaler, backends, peers or checkpoints (it is one machine)"
@@ -170,15 +178,14 @@ _NO_LOG_WRITES = "task output is captured by the controller itself; nothing is p
 _STATUS_TEXT_ONLY = ("of finelog's stats it keeps the task status text namespace (iris.task_status) only, "
                      "through RegisterTable, WriteRows and Query")
 _UNSUPPORTED_BY_SERVICE: Final[dict[str, dict[str, str]]] = {
-    SERVICE_NAME: {
+    CONTROLLER_SERVICE: {
         "KickTasks": _NO_KICK, "Register": _NO_WORKERS, "RenewWorkerToken": _NO_WORKERS,
-        "GetWorkerStatus": _NO_WORKERS, "MintEndpointToken": _NO_ENDPOINTS, "ProfileTask": _NO_CONTAINERS,
+        "GetWorkerStatus": _NO_WORKERS, "MintEndpointToken": _NO_PROXY, "ProfileTask": _NO_CONTAINERS,
         "ExecInContainer": _NO_CONTAINERS, "BeginCheckpoint": _NO_CLUSTER, "GetProcessStatus": _NO_CONTAINERS,
         "GetCurrentUser": _NO_IDENTITY, "GetKubernetesClusterStatus": _NO_CLUSTER, "ExecuteRawQuery": _NO_SQL,
         "ListBackends": _NO_CLUSTER, "ListPeers": _NO_CLUSTER,
         "FederationSync": _NO_CLUSTER,
     },
-    ENDPOINT_SERVICE: {name: _NO_ENDPOINTS for name in ("RegisterEndpoint", "UnregisterEndpoint")},
     LOG_SERVICE: {"PushLogs": _NO_LOG_WRITES},
     STATS_SERVICE: {name: _STATUS_TEXT_ONLY for name in (
         "DropTable", "ListNamespaces", "GetTableSchema", "GetTableStatus", "AbortTableMigration", "ReportRelayStatus",
@@ -187,14 +194,19 @@ _UNSUPPORTED_BY_SERVICE: Final[dict[str, dict[str, str]]] = {
 UNSUPPORTED: Final[dict[str, str]] = {
     path: f"{name} is not served by the embedded fray-jupyter controller: {reason}"
     for service, methods in _UNSUPPORTED_BY_SERVICE.items() for name, reason in methods.items()
-    for path in (f"/{service}/{name}", f"/proxy/{LOG_SERVER_PROXY}/{service}/{name}")
+    for path in (method_path(service, name), proxied(method_path(service, name)))
 }
 """Path → the one-line UNIMPLEMENTED message for Iris RPCs the embedded controller cannot serve
 (at their own path and, like the log service, under the log server's proxy prefix)."""
 
 
 def unimplemented(path: str) -> RpcError:
-    """The UNIMPLEMENTED error for a path no method answers at."""
+    """The UNIMPLEMENTED error for a path no method answers at; a ``/proxy/<name>/...`` path (Iris's
+    actor proxy) says there is none, so nothing is relayed to an actor."""
+    if path not in UNSUPPORTED and path.startswith("/proxy/"):
+        name = path.removeprefix("/proxy/").split("/", 1)[0]
+        return RpcError(Code.UNIMPLEMENTED, f"/proxy/{name} is not served by the embedded fray-jupyter controller: "
+                                            f"{_NO_PROXY}; ListEndpoints gives the address")
     return RpcError(Code.UNIMPLEMENTED, UNSUPPORTED.get(path, f"no such method: {path}"))
 
 

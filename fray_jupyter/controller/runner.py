@@ -46,7 +46,16 @@ with ``fray_jupyter.task_info()``):
                             unset when that group has none (Iris sets it from a non-empty ``region`` attribute)
 ``IRIS_JOB_CONSTRAINTS``    JSON list of the job's ``region``/``zone`` constraints (proto-JSON, snake_case),
                             which child jobs inherit; unset when the job has none (Iris's ``INHERITED_CONSTRAINT_KEYS``)
+``IRIS_PORT_<NAME>``        ``0`` for each of the job's ``ports`` (name upper-cased), see below
 ==========================  ===============================================================
+
+Ports (``LaunchJobRequest.ports``): every task gets ``IRIS_PORT_<NAME>=0``, as Iris's Kubernetes path
+writes it, meaning "bind port 0 and let the kernel choose"; an Iris worker instead reserves a port per
+name and writes its number. Here every task shares this machine's ports, so a number reserved ahead
+could be taken by anything before the task binds it; with 0 the bind cannot collide, and every Iris
+and Fray consumer of 0.2.227 binds first and then advertises the port it got (``ActorServer`` returns
+it, ``iris.jax`` picks a free one). Code that advertises ``IRIS_PORT_<NAME>`` without binding it
+works on a worker and not here (nor on Kubernetes).
 """
 
 from __future__ import annotations
@@ -149,10 +158,12 @@ def task_environment(
     passed: Mapping[str, str] | None = None,
     constraints: Sequence[job_pb2.Constraint] = (),
     worker_region: str = "",
+    ports: Sequence[str] = (),
 ) -> dict[str, str]:
     """The environment of a task's processes (see the module docstring for the rule); ``passed``
     holds the pass-through variables with their values, ``constraints`` are the job's (only region and
-    zone ones are passed on), ``worker_region`` the region of the group the task was placed on."""
+    zone ones are passed on), ``worker_region`` the region of the group the task was placed on,
+    ``ports`` the job's port names (each ``IRIS_PORT_<NAME>=0``)."""
     env = base_environment(workdir)
     env.update(passed or {})
     env.update(request_env)
@@ -181,6 +192,7 @@ def task_environment(
             [json_format.MessageToDict(c, preserving_proto_field_name=True) for c in inherited])
     if worker_region:
         env["IRIS_WORKER_REGION"] = worker_region
+    env.update({f"IRIS_PORT_{name.upper()}": "0" for name in ports})
     return env
 
 

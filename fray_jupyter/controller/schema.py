@@ -199,7 +199,29 @@ CREATE INDEX logs_by_task ON logs (job_id, idx);
 (AUTOINCREMENT): a replaced job's lines were the newest, so once deleted their ids went to its
 replacement's lines, and a reader holding a cursor of the old run skipped them."""
 
-MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _TREES_V5, _LOGS_V6)
+_ENDPOINTS_V7: Final[str] = """
+CREATE TABLE endpoints (
+  endpoint_id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  address TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  metadata TEXT NOT NULL,
+  access INTEGER NOT NULL DEFAULT 0,
+  registered_ms INTEGER NOT NULL,
+  lease_deadline_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX endpoints_by_name ON endpoints (name);
+CREATE INDEX endpoints_by_task ON endpoints (job_id, idx);
+CREATE INDEX endpoints_by_deadline ON endpoints (lease_deadline_ms)
+"""
+"""Schema version 7: the endpoint registry (Iris's ``endpoints`` table): what tasks registered with
+``RegisterEndpoint`` (``metadata`` a JSON object), the attempt that registered it and the epoch ms its lease
+lapses at (read by ``controller.endpoints``)."""
+
+MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _TREES_V5, _LOGS_V6,
+                                      _ENDPOINTS_V7)
 """Ordered: entry ``n`` takes a store from ``PRAGMA user_version`` ``n`` to ``n + 1``. Append only:
 never edit a released entry (a state dir may have applied it already)."""
 

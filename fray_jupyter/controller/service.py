@@ -53,8 +53,9 @@ from pathlib import Path
 from typing import Final, cast
 
 from fray_jupyter.controller import listing, users, validation, views
+from fray_jupyter.controller.attempts import now_ms
 from fray_jupyter.controller.cluster import Cluster
-from fray_jupyter.controller.engine import Engine, now_ms
+from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import Descendant, JobRow, Store, TaskRow
@@ -173,7 +174,9 @@ class ControllerService:
         """The job's status and the request it was launched with (without file payloads)."""
         job = self._job(request.job_id)
         counts = self.store.task_state_counts([job.job_id])[job.job_id]
-        launched = C.LaunchJobRequest.FromString(job.request)
+        launched = self.store.launch_request(job.job_id)
+        if launched is None:  # the row was read just above, in this same turn of the event loop
+            raise RpcError(Code.NOT_FOUND, f"Job {job.job_id} not found")
         launched.entrypoint.ClearField("workdir_files")
         status = views.job_status(job, counts, self.engine.pending_reason(job.job_id),
                                   has_children=bool(self.store.parents_among([job.job_id])),
@@ -204,7 +207,7 @@ class ControllerService:
         page = listing.jobs_query(request.query)
         if page is None:
             return C.ListJobsResponse()
-        rows, total = self.store.query_jobs(page.where, page.params, page.order, page.limit, page.offset)
+        rows, total = self.store.query_jobs(page)
         ids = [row.job_id for row in rows]
         counts, parents = self.store.task_state_counts(ids), self.store.parents_among(ids)
         ledger = self.engine.slot_ledger()  # once per page, not per row: it reads every running and queued job
@@ -309,10 +312,23 @@ class ControllerService:
         """finelog's FetchLogs over the controller's log store (see ``logservice``)."""
         return self.log_service.fetch_logs(request)
 
-    # -- task status text (see ``taskstatus``) --------------------------------------------------
+    # -- endpoints (see ``endpoints``) ----------------------------------------------------------
+    def register_endpoint(self, request: C.RegisterEndpointRequest) -> C.RegisterEndpointResponse:
+        """Register or renew a task's endpoint under a lease."""
+        return self.engine.endpoints.register_endpoint(request)
+
+    def unregister_endpoint(self, request: C.UnregisterEndpointRequest) -> J.Empty:
+        """Forget an endpoint (idempotent)."""
+        return self.engine.endpoints.unregister_endpoint(request)
+
     def list_endpoints(self, request: C.ListEndpointsRequest) -> C.ListEndpointsResponse:
-        """``/system/log-server``: where a task's Iris client sends its status text."""
-        return self.status_text.list_endpoints(request, self.engine.controller_url)
+        """Live task endpoints; under ``/system/`` the log server, where a task's Iris client sends its
+        status text (``taskstatus``)."""
+        if request.prefix.startswith("/system/"):
+            return self.status_text.list_endpoints(request, self.engine.controller_url)
+        return self.engine.endpoints.list_endpoints(request)
+
+    # -- task status text (see ``taskstatus``) --------------------------------------------------
 
     def register_table(self, request: finelog_stats_pb2.RegisterTableRequest) -> finelog_stats_pb2.RegisterTableResponse:
         """finelog's RegisterTable, for ``iris.task_status`` only."""

@@ -1,10 +1,13 @@
-"""SQLite persistence for the embedded controller: jobs, tasks, attempts, log lines and status text.
+"""SQLite persistence for the embedded controller: jobs, tasks, attempts, log lines (``logstore``),
+status text and endpoints (``endpointstore``); every SQL statement of the controller's tables is in
+these three modules.
 
 One file, ``<state dir>/controller.sqlite3`` (created 0600: it holds jobs' env vars), in WAL mode with ``synchronous=NORMAL``: a
 committed transaction survives the controller being killed (even ``kill -9``); only a power
 loss can drop the last few. The store is used from one thread (the controller's event loop);
 every method is one short statement or one transaction. Log lines arrive in batches
-(``append_logs``) so a chatty task costs one commit per batch, not per line.
+(``append_logs``) so a chatty task costs one commit per batch, not per line. Reads of a job never
+read its stored launch request (a sweep's can be megabytes): ``launch_request`` does.
 
 Schema versions: the tables are ``schema.MIGRATIONS`` applied in order (``PRAGMA user_version``
 counts them); a store newer than this code is refused (``SchemaTooNew``) rather than misread.
@@ -17,12 +20,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Final, NamedTuple, cast
+from typing import Any, Final, Literal, NamedTuple
 
+from fray_jupyter.controller.endpointstore import EndpointTables
+from fray_jupyter.controller.logstore import LogTables, like_pattern
 from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
-from fray_jupyter.iris.loglines import Level, log_level, passes_min_level
-from fray_jupyter.iris.proto import job_pb2
-from fray_jupyter.iris.states import descendant_bounds, parent_job_id
+from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from fray_jupyter.iris.states import JOB_STATE_SORT_ORDER, descendant_bounds, parent_job_id
+
+C = controller_pb2.Controller
 
 
 class SchemaTooNew(RuntimeError):
@@ -31,7 +37,9 @@ class SchemaTooNew(RuntimeError):
 
 @dataclass
 class JobRow:
-    """One job as stored; ``request`` is the serialized LaunchJobRequest without its bundle."""
+    """One job as stored. ``request`` is the serialized LaunchJobRequest without its bundle, given
+    to ``insert_job``; a row read back has None there (reads leave the blob out: ``launch_request``
+    reads it)."""
 
     id: int
     job_id: str
@@ -52,12 +60,40 @@ class JobRow:
     scheduling_timeout_ms: int | None
     failure_count: int
     preemption_count: int
-    request: bytes
+    request: bytes | None
     resources: bytes
     bundle_path: str
     cleaned_ms: int | None = None
     parent_job_id: str = ""
     """The job this one is a child of ("" for a root job)."""
+
+
+JobSort = Literal["date", "name", "state", "failures", "preemptions"]
+"""What ``JobsPage`` sorts by: submission time, name, state (``iris.states.JOB_STATE_SORT_ORDER``),
+failure or preemption count."""
+_SORT_SQL: Final[dict[JobSort, str]] = {
+    "date": "submitted_ms", "name": "name", "failures": "failure_count", "preemptions": "preemption_count",
+    "state": "CASE state " + " ".join(f"WHEN {state} THEN {rank}" for state, rank in JOB_STATE_SORT_ORDER.items())
+             + " ELSE 99 END",
+}
+
+
+@dataclass(frozen=True)
+class JobsPage:
+    """One page of jobs: ``limit`` rows from ``offset``, only roots (``roots_only``) or only the
+    direct children of ``parent_job_id``, only in ``state``, whose name contains ``name_contains``
+    and whose id starts with ``id_prefix`` (both literally), sorted by ``sort`` (ties by row id, in
+    the same direction)."""
+
+    limit: int
+    offset: int = 0
+    roots_only: bool = False
+    parent_job_id: str | None = None
+    state: int | None = None
+    name_contains: str = ""
+    id_prefix: str = ""
+    sort: JobSort = "date"
+    descending: bool = True
 
 
 class Descendant(NamedTuple):
@@ -103,30 +139,6 @@ class AttemptRow:
     worker_failure: int
 
 
-@dataclass
-class LogRow:
-    """One captured output line (without its newline)."""
-
-    id: int
-    job_id: str
-    idx: int
-    attempt: int
-    ts_ms: int
-    source: str
-    data: str
-
-
-LEVEL_FUNCTION: Final[str] = "fray_passes_min_level"
-LEVEL_CONDITION: Final[str] = f"{LEVEL_FUNCTION}(source, data, ?)"
-"""SQL keeping the log rows whose level (Iris's, ``iris.loglines.log_level`` of stream and text)
-passes a ``min_level`` given as the one parameter, by ``iris.loglines.passes_min_level`` (UNKNOWN
-always passes)."""
-
-
-def _passes_min_level(source: str, data: str, minimum: int) -> bool:
-    return passes_min_level(log_level(source, data), cast(Level, minimum))
-
-
 ID_LIST_CHUNK: Final[int] = 500
 """Ids per ``IN (…)`` list when a lookup takes any number of them (far under SQLite's limit on
 bound parameters)."""
@@ -139,24 +151,17 @@ def _id_lists(ids: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
         yield ", ".join("?" * len(chunk)), chunk
 
 
-def like_pattern(text: str, *, prefix: bool) -> str:
-    """A ``LIKE … ESCAPE '\\'`` pattern matching ``text`` literally (``%``, ``_`` and ``\\`` are
-    plain characters): at the start of a value (``prefix``), else anywhere in it."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"{escaped}%" if prefix else f"%{escaped}%"
-
-
 def _columns(row_type: type[Any]) -> str:
     return ", ".join(field.name for field in fields(row_type))
 
 
-_JOB_COLUMNS: Final[str] = _columns(JobRow)
+_JOB_COLUMNS: Final[str] = ", ".join("NULL" if field.name == "request" else field.name for field in fields(JobRow))
+"""The columns a job is read with: all but its request blob (read as NULL)."""
 _TASK_COLUMNS: Final[str] = _columns(TaskRow)
 _ATTEMPT_COLUMNS: Final[str] = _columns(AttemptRow)
-_LOG_COLUMNS: Final[str] = _columns(LogRow)
 
 
-class Store:
+class Store(LogTables, EndpointTables):
     """The controller's tables (see ``MIGRATIONS``). Methods name what they read or change."""
 
     def __init__(self, path: Path) -> None:
@@ -168,7 +173,7 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._migrate()
-        self.define_function(LEVEL_FUNCTION, 3, _passes_min_level)
+        self._define_log_functions()
         self.on_change: Callable[[str], None] = lambda job_id: None
         """Called with the job id after every write to a job, its tasks or its logs, and with its
         parent's id too when a child job is added, removed or changes state (the change feed)."""
@@ -208,10 +213,12 @@ class Store:
     # -- jobs ---------------------------------------------------------------------------------
     def insert_job(self, job: JobRow) -> JobRow:
         """Insert ``job`` and its ``job.replicas`` PENDING tasks; returns it with its row id."""
-        values = [getattr(job, field.name) for field in fields(JobRow)][1:]
+        if job.request is None:
+            raise ValueError(f"job {job.job_id} has no launch request to store")
+        names = [field.name for field in fields(JobRow)][1:]
         cursor = self._db.execute(
-            f"INSERT INTO jobs ({_JOB_COLUMNS.removeprefix('id, ')}) VALUES ({', '.join('?' * len(values))})",
-            values,
+            f"INSERT INTO jobs ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+            [getattr(job, name) for name in names],
         )
         job.id = int(cursor.lastrowid or 0)
         self._db.executemany(
@@ -233,7 +240,8 @@ class Store:
             if attempt.pid and attempt.pgid:
                 self.add_stray(attempt.uid, attempt.pid, attempt.pgid, attempt.proc_start)
         for one in deleted:
-            for table in ("logs", "attempt_outputs", '"iris.task_status"', "attempts", "tasks", "jobs"):
+            self._delete_logs(one)
+            for table in ("attempt_outputs", '"iris.task_status"', "endpoints", "attempts", "tasks", "jobs"):
                 self._db.execute(f"DELETE FROM {table} WHERE job_id = ?", (one,))
         for one in deleted:
             self._changed(one, tree=True)
@@ -284,14 +292,9 @@ class Store:
         total, unfinished, with_files, cleaned = self._db.execute(
             "SELECT count(*), sum(finished_ms IS NULL), sum(finished_ms IS NOT NULL AND cleaned_ms IS NULL), "
             "sum(cleaned_ms IS NOT NULL) FROM jobs").fetchone()
-        lines = self._db.execute("SELECT count(*) FROM logs").fetchone()[0]
+        lines = self.log_line_total()
         return {"jobs": int(total), "jobs_unfinished": int(unfinished or 0), "jobs_with_files": int(with_files or 0),
                 "jobs_cleaned": int(cleaned or 0), "log_lines": int(lines)}
-
-    def log_count(self, job_id: str, idx: int) -> int:
-        """Stored lines of one task."""
-        return int(self._db.execute("SELECT count(*) FROM logs WHERE job_id = ? AND idx = ?",
-                                    (job_id, idx)).fetchone()[0])
 
     # -- stray processes ----------------------------------------------------------------------
     def add_stray(self, attempt_uid: str, pid: int, pgid: int, proc_start: str) -> None:
@@ -350,6 +353,11 @@ class Store:
         row = self._db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         return JobRow(*row) if row else None
 
+    def launch_request(self, job_id: str) -> C.LaunchJobRequest | None:
+        """The request the job was launched with (without its bundle), or None for no such job."""
+        row = self._db.execute("SELECT request FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return C.LaunchJobRequest.FromString(row[0]) if row else None
+
     def jobs_in_states(self, states: Iterable[int]) -> list[JobRow]:
         """Jobs in any of ``states``, oldest submission first."""
         marks = ", ".join("?" * len(states := list(states)))
@@ -373,15 +381,24 @@ class Store:
         self._db.execute(f"UPDATE jobs SET {assignments} WHERE job_id = ?", [*values.values(), job_id])
         self._changed(job_id, tree="state" in values)
 
-    def query_jobs(
-        self, where: str, params: Sequence[Any], order: str, limit: int, offset: int
-    ) -> tuple[list[JobRow], int]:
-        """One page of jobs matching the SQL condition ``where`` (built by the caller from
-        fixed fragments, values in ``params``) in ``order``, and the count before paging."""
+    def query_jobs(self, page: JobsPage) -> tuple[list[JobRow], int]:
+        """The jobs of ``page`` (see ``JobsPage``), and how many match before paging."""
+        conditions = ["parent_job_id = ''"] if page.roots_only else []
+        params: list[Any] = []
+        for condition, value in (("parent_job_id = ?", page.parent_job_id), ("state = ?", page.state)):
+            if value is not None:
+                conditions.append(condition)
+                params.append(value)
+        for column, text, prefix in (("name", page.name_contains, False), ("job_id", page.id_prefix, True)):
+            if text:
+                conditions.append(f"{column} LIKE ? ESCAPE '\\'")
+                params.append(like_pattern(text, prefix=prefix))
+        where = " AND ".join(conditions) or "1"
+        word = "DESC" if page.descending else "ASC"
         total = self._db.execute(f"SELECT count(*) FROM jobs WHERE {where}", params).fetchone()[0]
         rows = self._db.execute(
-            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
-            [*params, limit, offset],
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY {_SORT_SQL[page.sort]} {word}, id {word} "
+            "LIMIT ? OFFSET ?", [*params, page.limit, page.offset],
         ).fetchall()
         return [JobRow(*row) for row in rows], int(total)
 
@@ -478,69 +495,3 @@ class Store:
             (job_id, task_id, attempt, ts_ms, detail_md, summary_md),
         )
         self.on_change(job_id)
-
-    # -- logs ---------------------------------------------------------------------------------
-    def append_logs(self, lines: Sequence[tuple[str, int, int, int, str, str]]) -> None:
-        """Insert ``(job_id, idx, attempt, ts_ms, source, data)`` lines in one transaction."""
-        with self.transaction():
-            self._db.executemany(
-                "INSERT INTO logs (job_id, idx, attempt, ts_ms, source, data) VALUES (?, ?, ?, ?, ?, ?)",
-                lines,
-            )
-        for job_id in dict.fromkeys(line[0] for line in lines):
-            self.on_change(job_id)
-
-    def read_logs(
-        self,
-        job_ids: str | Sequence[str],
-        *,
-        idx: int | None,
-        after_id: int,
-        since_ms: int,
-        substring: str,
-        attempt: int | None,
-        limit: int,
-        newest: bool,
-        min_level: int | None = None,
-    ) -> list[LogRow]:
-        """Up to ``limit`` lines of a job, or of several (or of one task of a single job) with id >
-        ``after_id``, filtered (``min_level``: see ``LEVEL_CONDITION``), in id order; ``newest`` picks
-        the last ``limit`` matches instead of the first."""
-        jobs = [job_ids] if isinstance(job_ids, str) else list(job_ids)
-        sql = f"SELECT {_LOG_COLUMNS} FROM logs WHERE job_id IN ({', '.join('?' * len(jobs))}) AND id > ?"
-        params: list[Any] = [*jobs, after_id]
-        for column, value in (("idx", idx), ("attempt", attempt)):
-            if value is not None:
-                sql += f" AND {column} = ?"
-                params.append(value)
-        if since_ms:
-            sql += " AND ts_ms > ?"
-            params.append(since_ms)
-        if substring:
-            sql += " AND instr(data, ?) > 0"
-            params.append(substring)
-        if min_level is not None:
-            sql += f" AND {LEVEL_CONDITION}"
-            params.append(min_level)
-        sql += f" ORDER BY id {'DESC' if newest else 'ASC'} LIMIT ?"
-        rows = [LogRow(*row) for row in self._db.execute(sql, [*params, limit])]
-        return rows[::-1] if newest else rows
-
-    def query_logs(self, where: str, params: Sequence[Any], limit: int, *, newest: bool) -> list[LogRow]:
-        """Up to ``limit`` lines matching the SQL condition ``where`` (built by the caller from
-        fixed fragments, values in ``params``), in id order; ``newest`` picks the last ``limit``."""
-        sql = (f"SELECT {_LOG_COLUMNS} FROM logs WHERE {where} "
-               f"ORDER BY id {'DESC' if newest else 'ASC'} LIMIT ?")
-        rows = [LogRow(*row) for row in self._db.execute(sql, [*params, limit])]
-        return rows[::-1] if newest else rows
-
-    def define_function(self, name: str, arity: int, function: Callable[..., Any]) -> None:
-        """Make a deterministic Python function callable from SQL as ``name``."""
-        self._db.create_function(name, arity, function, deterministic=True)
-
-    def last_log_id(self, job_ids: str | Sequence[str]) -> int:
-        """The id of the newest line of a job, or of several (0 when they have none)."""
-        jobs = [job_ids] if isinstance(job_ids, str) else list(job_ids)
-        row = self._db.execute(f"SELECT max(id) FROM logs WHERE job_id IN ({', '.join('?' * len(jobs))})",
-                               jobs).fetchone()
-        return int(row[0] or 0)

@@ -33,12 +33,11 @@ from fray_jupyter.controller.store import Store
 from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.proto import controller_pb2, finelog_stats_pb2
 from fray_jupyter.iris.states import task_index, task_job
+from fray_jupyter.iris.wire import LOG_SERVER_ENDPOINT, LOG_SERVER_PROXY_PATH
+from fray_jupyter.iris.wire import STATUS_TEXT_NAMESPACE as NAMESPACE
 
 C = controller_pb2.Controller
 S = finelog_stats_pb2
-NAMESPACE: Final[str] = "iris.task_status"
-LOG_SERVER_ENDPOINT: Final[str] = "/system/log-server"
-LOG_SERVER_PROXY_PATH: Final[str] = "/proxy/system.log-server"
 MAX_TEXT_CHARS: Final[int] = 64 * 1024
 MAX_QUERY_STEPS: Final[int] = 5_000_000
 MAX_QUERY_ROWS: Final[int] = 100_000
@@ -46,12 +45,11 @@ FUNCTIONS: Final[frozenset[str]] = frozenset({
     "to_timestamp_millis", "row_number", "rank", "count", "max", "min", "sum", "coalesce", "ifnull", "lower", "upper",
     "length", "substr", "instr", "like", "glob", "abs", "round"})
 """Functions a query may call (SQLite's, and ``to_timestamp_millis``)."""
-_STRINGS: Final[frozenset[str]] = frozenset({"utf8", "large_utf8", "utf8_view"})
+_STRINGS: Final[frozenset[str]] = frozenset({"string", "large_string", "string_view"})
 _INTEGERS: Final[frozenset[str]] = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
 _REQUIRED: Final[dict[str, frozenset[str]]] = {"task_id": _STRINGS, "attempt_id": _INTEGERS,
                                                "status_text_detail_md": _STRINGS, "status_text_summary_md": _STRINGS}
 """The columns of Iris's ``TaskStatusRow`` a row must have, and the Arrow types each may take."""
-_MS_PER_UNIT: Final[dict[str, float]] = {"ts[s]": 1000, "ts[ms]": 1, "ts[us]": 1e-3, "ts[ns]": 1e-6}
 
 
 def _refuse(namespace: str) -> RpcError:
@@ -102,7 +100,7 @@ class TaskStatusText:
                 raise RpcError(Code.INVALID_ARGUMENT, f"WriteRows to {NAMESPACE}: column {name!r} must be "
                                f"{'an integer' if kinds is _INTEGERS else 'a string'} (columns: {sorted(columns)})")
         stamp = columns.get("ts")
-        scale = _MS_PER_UNIT.get(stamp.type) if stamp is not None else None
+        stamps = stamp.values if stamp is not None and stamp.type.startswith("timestamp") else None
         now = int(time.time() * 1000)
         written = 0
         with self.store.transaction():
@@ -112,8 +110,8 @@ class TaskStatusText:
                 index = task_index(task_id) if job is not None else None
                 if job is None or index is None or index >= job.replicas or not isinstance(attempt, int):
                     continue
-                ts = stamp.values[i] if stamp is not None and scale is not None else None
-                self.store.put_status_text(job.job_id, task_id, attempt, now if ts is None else int(ts * scale),
+                ts = stamps[i] if stamps is not None else None
+                self.store.put_status_text(job.job_id, task_id, attempt, now if ts is None else ts,
                                            _cut(row["status_text_detail_md"] or ""),
                                            _cut(row["status_text_summary_md"] or ""))
                 written += 1
@@ -164,7 +162,7 @@ def _authorize(action: int, first: str | None, second: str | None, database: str
 
 
 def _arrow_column(name: str, values: list[Any]) -> arrow_ipc.Column:
-    """A result column typed by its values: int64, float64, binary, utf8 (anything mixed, as text), or null."""
+    """A result column typed by its values: int64, float64, binary, string (anything mixed, as text), or null."""
     present = {type(value) for value in values if value is not None}
     if not present:
         return arrow_ipc.Column(name, "null", values)
@@ -172,5 +170,5 @@ def _arrow_column(name: str, values: list[Any]) -> arrow_ipc.Column:
         return arrow_ipc.Column(name, "int64" if present == {int} else "float64", values)
     if present == {bytes}:
         return arrow_ipc.Column(name, "binary", values)
-    return arrow_ipc.Column(name, "utf8", [value if value is None or isinstance(value, str) else str(value)
-                                           for value in values])
+    return arrow_ipc.Column(name, "string", [value if value is None or isinstance(value, str) else str(value)
+                                             for value in values])

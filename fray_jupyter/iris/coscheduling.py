@@ -123,7 +123,7 @@ def _gang_label(resources: ResourceConfig, replicas: int, group_by: str) -> str:
 
 
 def task_groups(resources: ResourceConfig, replicas: int, coscheduling: CoschedulingConfig | None) -> tuple[TaskGroup, ...]:
-    """Partition task indices 0..replicas-1 as Iris 0.2.227 places them (``iris-twin.md`` §3).
+    """Partition task indices 0..replicas-1 as Iris 0.2.227 places them (``iris.placement``'s gang rule).
 
     A coscheduled job is ONE gang of every task on one value of ``group_by`` (the scheduler's
     ``_find_coscheduled_assignments``), whatever the slice or rack size: a multi-slice TPU job is not

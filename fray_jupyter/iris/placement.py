@@ -2,7 +2,7 @@
 ever host them, and the reasons it gives when none can. Pure functions over the request (wire form)
 and a ``ClusterProfile``; the preview, the embedded controller and ``fit()`` all call these, so the
 picture, the emulation and the verdict cannot disagree. Rules (read from Iris's controller, autoscaler
-routing and scheduler; measured in ``iris-twin.md`` §3):
+routing and scheduler; the gang rule measured on the genuine Iris local cluster, ``tests/twin.py``):
 
 * **Gangs.** A coscheduled job (``coscheduling.group_by`` set) is ONE gang: all its tasks land at once
   on workers sharing one value of ``group_by``, task i on the worker with the i-th ``tpu-worker-id``.
@@ -32,11 +32,13 @@ from dataclasses import dataclass
 from typing import Final, Protocol, TypeVar
 
 from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup
+from fray_jupyter.iris.marin_versions import FOLLOWED
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.resources.tables import TPU_TOPOLOGIES, TPU_TOPOLOGY_BY_NAME
 
 LaunchJobRequest = controller_pb2.Controller.LaunchJobRequest
-IRIS_VERSION: Final[str] = "0.2.227"
+IRIS_VERSION: Final[str] = FOLLOWED
+"""The Iris release whose placement these rules follow: the Marin release the translation follows."""
 TPU_NAME: Final[str] = "tpu-name"
 AUTO_VARIANT: Final[str] = "auto"
 CANONICAL_KEYS: Final[frozenset[str]] = frozenset({"device-type", "device-variant", "preemptible", "region", "zone"})
@@ -150,6 +152,16 @@ def device_kind(request: LaunchJobRequest) -> tuple[str, str]:
     if device.HasField("gpu"):
         return "gpu", device.gpu.variant
     return "cpu", ""
+
+
+def device_text(resources: job_pb2.ResourceSpecProto) -> str:
+    """The accelerator per task as a user names it: ``"v5p-8"``, ``"H100 ×8"``, or ``"cpu"``."""
+    device = resources.device
+    if device.HasField("tpu"):
+        return device.tpu.variant
+    if device.HasField("gpu"):
+        return f"{device.gpu.variant} ×{device.gpu.count}" if device.gpu.count > 1 else device.gpu.variant
+    return "cpu"
 
 
 def effective_rules(request: LaunchJobRequest) -> list[Rule]:

@@ -62,6 +62,60 @@ def build(types: ModuleType, spec: Spec, duration: Any = None) -> Any:
     )
 
 
+def _tpu(types: str | list[str], **kw: Any) -> Spec:
+    kind_types = (types,) if isinstance(types, str) else tuple(types)
+    slices = kw.pop("slice_count", 1)
+    job = kw.pop("job", {})
+    return Spec("tpu", tpu_types=kind_types, slice_count=slices, resource_kwargs=kw, job_kwargs=job)
+
+
+#: The reference's worked examples (and a few more), each compared with Marin's client.
+WORKED_EXAMPLES = {
+    "1 ResourceConfig()": Spec("cpu"),
+    "2 with_cpu(cpu=4, ram=16g)": Spec("cpu", resource_kwargs={"cpu": 4, "ram": "16g"}),
+    "3 v5p-8": _tpu("v5p-8"),
+    "4 v5p-8 x2 slices": _tpu("v5p-8", slice_count=2),
+    "5 v4-32": _tpu("v4-32"),
+    "6 v4-32 x2 slices": _tpu("v4-32", slice_count=2),
+    "7 v5litepod-16": _tpu("v5litepod-16"),
+    "9 flexible v4-8/v5p-8": _tpu(["v4-8", "v5p-8"]),
+    "10a mixed chips per VM": _tpu(["v6e-4", "v6e-8"]),
+    "10b mixed VM count": _tpu(["v4-8", "v4-16"]),
+    "10d unknown type": _tpu("v7-8"),
+    "12 H100x8 (cpu floor)": Spec("gpu", gpu="H100", gpu_count=8),
+    "13 H100x8 x2 leafgroup": Spec("gpu", gpu="H100", gpu_count=8,
+                                   resource_kwargs={"cpu": 32, "ram": "512g", "disk": "256g", "replicas": 2}),
+    "14a GB200x4 x16 nvlink.domain": Spec("gpu", gpu="GB200", gpu_count=4, resource_kwargs={"replicas": 16}),
+    "14b GB200x4 x32 sliced": Spec("gpu", gpu="GB200", gpu_count=4, resource_kwargs={"replicas": 32}),
+    "14c GB200x4 x64 sliced": Spec("gpu", gpu="GB200", gpu_count=4, resource_kwargs={"replicas": 64}),
+    "15a GB200x1 x32 sub-node": Spec("gpu", gpu="GB200", gpu_count=1, resource_kwargs={"replicas": 32}),
+    "15b GB200x4 x17 uneven": Spec("gpu", gpu="GB200", gpu_count=4, resource_kwargs={"replicas": 17}),
+    "16 GB200 alt GB300 x32": Spec("gpu", gpu="GB200", gpu_count=4,
+                                   resource_kwargs={"replicas": 32, "device_alternatives": ["GB300"]}),
+    "17 GB200 alt H100 x32": Spec("gpu", gpu="GB200", gpu_count=4,
+                                  resource_kwargs={"replicas": 32, "device_alternatives": ["H100"]}),
+    "18 one region": Spec("cpu", resource_kwargs={"regions": ["us-central1"]}),
+    "19 two regions": Spec("cpu", resource_kwargs={"regions": ["us-central1", "us-central2"]}),
+    "20 ANY with a region": Spec("cpu", resource_kwargs={"regions": ["*", "us-central1"]}),
+    "21 non-preemptible": Spec("cpu", resource_kwargs={"preemptible": False}),
+    "22 zone": Spec("cpu", resource_kwargs={"zone": "us-east1-d"}),
+    "23 target cluster": Spec("cpu", resource_kwargs={"target_cluster": "cw-us-east-02a"}),
+    "24 ANY region (stripped)": _tpu(["v5litepod-4", "v4-8", "v5p-8", "v6e-4"], ram="96g", regions=["*"]),
+    "25 v4-32 replicas=3": _tpu("v4-32", job={"replicas": 3}),
+    "27 v5p-8 cpu/ram override": _tpu("v5p-8", cpu=8, ram="32g"),
+    "28 processes_per_task=4": Spec("gpu", gpu="H100", gpu_count=8, job_kwargs={"processes_per_task": 4},
+                                    argv=("python", "train.py")),
+    "28b processes_per_task=3": Spec("gpu", gpu="H100", gpu_count=8, job_kwargs={"processes_per_task": 3}),
+    "g cpu 0.5 ANY non-preemptible": Spec("cpu", resource_kwargs={"cpu": 0.5, "ram": "6g", "disk": "16g",
+                                                                    "regions": ["*"], "preemptible": False}),
+    "h regions+zone+cluster": Spec("cpu", resource_kwargs={"regions": ["us-central1", "us-central2"],
+                                                            "zone": "us-central1-a", "target_cluster": "cw-east"}),
+    "v6e multislice with env": Spec("tpu", tpu_types=("v6e-16",), slice_count=3,
+                                    env={"workspace": "/tmp/ws", "env_vars": {"A": "1"}, "setup_scripts": ["echo hi"]}),
+    "gpu extra adds NCCL": Spec("gpu", gpu="H100", gpu_count=8, env={"workspace": "/tmp/ws", "extras": ["gpu"]}),
+}
+
+
 def _shape_groups() -> list[list[str]]:
     groups: dict[tuple[int, int], list[str]] = {}
     for t in TPU_TOPOLOGIES:

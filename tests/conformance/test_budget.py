@@ -12,17 +12,15 @@ import pytest
 from google.protobuf import json_format
 from hypothesis import given
 from hypothesis import strategies as st
+from iris.cluster import types as their_types
+from iris.cluster.controller import budget as theirs
+from iris.cluster.controller import codec
+from iris.cluster.controller.ops import job as ops_job
+from iris.rpc import job_pb2 as their_job
 
 from fray_jupyter import Entrypoint, JobRequest, ResourceConfig, plan
 from fray_jupyter.iris import budget as ours
 from fray_jupyter.iris.proto import job_pb2
-
-_NEEDS = "needs marin-iris[controller] (Python >= 3.12)"
-theirs = pytest.importorskip("iris.cluster.controller.budget", reason=_NEEDS)
-codec = pytest.importorskip("iris.cluster.controller.codec", reason=_NEEDS)
-ops_job = pytest.importorskip("iris.cluster.controller.ops.job", reason=_NEEDS)
-their_types = pytest.importorskip("iris.cluster.types", reason=_NEEDS)
-their_job = pytest.importorskip("iris.rpc.job_pb2", reason=_NEEDS)
 
 J = job_pb2
 BANDS = st.sampled_from(ours.BANDS)

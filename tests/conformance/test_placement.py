@@ -11,37 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
 from fray_jupyter import Entrypoint, JobRequest, plan
 from fray_jupyter import ResourceConfig as RC
-from fray_jupyter.cluster.profile import BUILT_IN, load_profile
+from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.iris import placement as ours
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
+from tests.conformance.iris_routing import their_groups, their_launch, their_route
 
-_NEEDS = "needs marin-iris[controller] (Python >= 3.12)"
-config = pytest.importorskip("iris.cluster.config", reason=_NEEDS)
-routing = pytest.importorskip("iris.cluster.controller.autoscaler.routing", reason=_NEEDS)
-scaling = pytest.importorskip("iris.cluster.controller.autoscaler.scaling_group", reason=_NEEDS)
-models = pytest.importorskip("iris.cluster.controller.autoscaler.models", reason=_NEEDS)
-constraints = pytest.importorskip("iris.cluster.constraints", reason=_NEEDS)
-jobs = pytest.importorskip("iris.cluster.controller.jobs", reason=_NEEDS)
-theirs_controller = pytest.importorskip("iris.rpc.controller_pb2", reason=_NEEDS)
-
-def _their_groups(name: str) -> list[Any]:
-    if name == "marin":
-        from fray_jupyter.cluster.profile import marin_manifest
-
-        parsed = config.load_config(marin_manifest()).scale_groups.values()
-    else:
-        data = yaml.safe_load(BUILT_IN.read_text())
-        for group_name, group in data["scale_groups"].items():  # load_config names groups; parse_config does not
-            group["name"] = group_name
-        parsed = config.parse_config(data).scale_groups.values()
-    return [scaling.ScalingGroup(sg, platform=None) for sg in parsed]
-
-
-PROFILES = {name: (load_profile(name), _their_groups(name)) for name in ("default", "marin")}
+PROFILES = {name: (load_profile(name), their_groups(name)) for name in ("default", "marin")}
 
 
 def _request(rc: RC, **fields: Any) -> controller_pb2.Controller.LaunchJobRequest:
@@ -107,33 +85,6 @@ CORPUS: dict[str, controller_pb2.Controller.LaunchJobRequest] = {
 }
 
 
-def _their_request(request: controller_pb2.Controller.LaunchJobRequest) -> Any:
-    return jobs._inject_resource_constraints(theirs_controller.Controller.LaunchJobRequest.FromString(
-        request.SerializeToString()))
-
-
-def _their_launch(request: controller_pb2.Controller.LaunchJobRequest, groups: list[Any]) -> str | None:
-    theirs = _their_request(request)
-    cs = [constraints.Constraint.from_proto(c) for c in theirs.constraints]
-    if error := constraints.validate_tpu_request(theirs.resources, cs):
-        return f"invalid_argument: {error}"
-    result = routing.job_feasibility(groups, cs, replicas=theirs.replicas if theirs.HasField("coscheduling") else None,
-                                     resources=theirs.resources)
-    return None if result.reason is None else f"failed_precondition: {result.reason}"
-
-
-def _their_route(request: controller_pb2.Controller.LaunchJobRequest, groups: list[Any]) -> str | None:
-    theirs = _their_request(request)
-    cs = [constraints.Constraint.from_proto(c) for c in theirs.constraints]
-    gang = theirs.HasField("coscheduling")
-    ids = tuple(f"/u/c/{i}" for i in range(theirs.replicas if gang else 1))
-    entry = models.DemandEntry(task_ids=ids, coschedule_group_id="/u/c" if gang else None,
-                               normalized=constraints.extract_placement_requirements(cs), constraints=cs,
-                               resources=theirs.resources)
-    decision = routing.route_demand(groups, [entry])
-    return decision.unmet_entries[0].reason if decision.unmet_entries else None
-
-
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_launch_gate_matches_iris(name: str, profile: str) -> None:
@@ -146,13 +97,13 @@ def test_launch_gate_matches_iris(name: str, profile: str) -> None:
         if reason.startswith(prefix):
             reason = reason[len(prefix):].rsplit(" (constraints: [", 1)[0]
         mine = f"{refusal.code}: {reason}"
-    assert mine == _their_launch(request, groups)
+    assert mine == their_launch(request, groups)
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_route_matches_iris(name: str, profile: str) -> None:
     request, (mine_profile, groups) = CORPUS[name], PROFILES[profile]
-    if _their_launch(request, groups) is not None:
+    if their_launch(request, groups) is not None:
         return  # refused at LaunchJob: never routed
-    assert ours.route(request, mine_profile).reason == _their_route(request, groups)
+    assert ours.route(request, mine_profile).reason == their_route(request, groups)
