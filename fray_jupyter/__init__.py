@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["connect", "FrayClient", "FrayError", "JobHandle"], "fray_jupyter.client"),
     **dict.fromkeys(["task_info", "TaskInfo"], "fray_jupyter.task"),
     **dict.fromkeys(["RemoteError", "ResultUnavailable"], "fray_jupyter.client.results"),
-    **dict.fromkeys(["fray_client", "submit", "FrayProtocolClient", "FrayJobHandle"], "fray_jupyter.fray_client"),
+    **dict.fromkeys(["fray_client", "submit", "FrayProtocolClient", "FrayJobHandle"], "fray_jupyter.fray_protocol"),
     **dict.fromkeys(["FrayMagics"], "fray_jupyter.magics"),
 }
 __all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names of _EXPORTS, their one list

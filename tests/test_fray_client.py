@@ -12,13 +12,14 @@ import traceback
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fray_jupyter import RemoteError, ResultUnavailable, fray_client, submit
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.handle import JobHandle
-from fray_jupyter.fray_client import ACTORS_UNSUPPORTED, FrayProtocolClient, default_call_name
+from fray_jupyter.fray_protocol import FrayProtocolClient, default_call_name
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
@@ -127,12 +128,6 @@ def test_default_call_names_are_fresh_and_valid() -> None:
 
 
 # -- Marin's protocol, with the real marin-fray ------------------------------------------------------
-@pytest.fixture(autouse=True)
-def _marin_fray(request: pytest.FixtureRequest) -> None:
-    if "marin" in request.node.name or "fray_semantics" in request.node.name:
-        pytest.importorskip("fray.client", reason="needs marin-fray")
-
-
 def _marin_job(name: str, fn: object, *args: object) -> object:
     import fray.types as fray_types
 
@@ -210,7 +205,51 @@ def test_fray_semantics_of_failure_stop_logs_and_names(embedded_client: FrayClie
     sleeper.terminate()
     assert sleeper.wait(timeout=30, raise_on_failure=False) is fray_types.JobStatus.STOPPED
 
-    for method in (client.create_actor, client.create_actor_group, client.host_actor):
-        with pytest.raises(NotImplementedError) as refused:
-            method(object, name="a")
-        assert str(refused.value) == ACTORS_UNSUPPORTED
+
+class _Member:
+    """An actor class for the request comparison (never constructed)."""
+
+
+@pytest.mark.parametrize(("device", "count", "retries"), [("cpu", 4, None), ("gpu", 2, 3)])
+def test_an_actor_group_is_the_job_marin_s_client_sends(monkeypatch: pytest.MonkeyPatch, device: str, count: int,
+                                                        retries: int | None) -> None:
+    """The ``LaunchJobRequest`` of ``create_actor_group`` equals, byte for byte, what Marin's
+    ``FrayIrisClient.create_actor_group`` sends (captured before the wire), but for what differs
+    on purpose: the entrypoint's pickled callable (ours serves with ``actors.host``), and what
+    Iris's client adds for a named cluster (its setup scripts and provenance, ``client.parity``'s
+    own test)."""
+    pytest.importorskip("fray.iris_backend")
+    from fray.iris_backend import FrayIrisClient
+    from fray.types import ActorConfig, GpuConfig
+    from fray.types import ResourceConfig as MarinResources
+    from iris.client import client as iris_client_module
+    from iris.rpc import controller_pb2
+
+    from fray_jupyter.iris.proto.controller_pb2 import Controller
+
+    monkeypatch.setattr(iris_client_module, "forwarded_secrets", lambda exclude=(): {})
+    monkeypatch.setenv("IRIS_USER", "u")
+    sent: list[Any] = []
+
+    def launch_job(request: Any, **_: Any) -> Any:
+        sent.append(request)
+        return controller_pb2.Controller.LaunchJobResponse(job_id=request.name)
+
+    marin = FrayIrisClient("http://127.0.0.1:9")
+    marin._iris._cluster_client._client.launch_job = launch_job
+    resources = MarinResources(cpu=1, ram="1g", device=GpuConfig("H100", count=1)) if device == "gpu" \
+        else MarinResources(cpu=1, ram="1g")
+    config = ActorConfig(max_concurrency=4, max_task_retries=retries, priority=3)
+    marin.create_actor_group(_Member, 7, name="ctr", count=count, resources=resources, actor_config=config, k=1)
+    theirs = Controller.LaunchJobRequest.FromString(sent[0].SerializeToString())
+
+    ours = FrayProtocolClient(FrayClient("http://127.0.0.1:9"), user="u").actor_group_request(
+        _Member, (7,), {"k": 1}, name="ctr", count=count, resources=resources, actor_config=config)
+    assert list(ours.ports) == ["actor"] and ours.replicas == count
+    for request in (ours, theirs):
+        request.entrypoint.workdir_files.clear()
+        del request.entrypoint.setup_commands[:]
+        del request.environment.setup_scripts[:]
+        request.environment.env_vars.pop("MARIN_PROVENANCE", None)
+    # upb writes map entries (env_vars) in a hash order seeded per process: compare with them sorted.
+    assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(deterministic=True)

@@ -1,8 +1,12 @@
-"""The two controllers of the differential suite, one of each for the whole package: a genuine Iris
-local cluster (the twin) and the embedded controller, both with the built-in cluster profile."""
+"""The two controllers of the differential suite, one of each per test worker (session-scoped, so a
+worker that runs several of the suite's modules starts them once): a genuine Iris
+local cluster (the twin) and the embedded controller, both with the built-in cluster profile, and both
+granting endpoint leases as short as ``LEASE_FLOOR_S`` (``$FRAY_MIN_ENDPOINT_LEASE_S``: Iris's floor is
+3 minutes; only a registration asking for less is affected)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 
@@ -11,11 +15,13 @@ import pytest
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.controller import iris_local
+from fray_jupyter.controller.endpoints import MIN_LEASE_ENV
 from fray_jupyter.iris.placement_workers import warm_workers
 from tests.controller_harness import start_controller, stop_quietly
 
 WARM_TIMEOUT = 120.0
 REST_TIMEOUT = 180.0
+LEASE_FLOOR_S = 1.0
 
 
 def _wait_for_warm_slices(client: FrayClient) -> None:
@@ -42,21 +48,26 @@ def wait_at_rest(twin: FrayClient) -> None:
         time.sleep(0.5)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
     """A genuine Iris local cluster with the built-in profile, its warm slices up."""
     if iris_local.unavailable_reason() is not None:
         pytest.skip(str(iris_local.unavailable_reason()))
-    with iris_local.iris_local_cluster(tmp_path_factory.mktemp("twin")) as url, FrayClient(url) as client:
+    with contextlib.ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(MIN_LEASE_ENV, str(LEASE_FLOOR_S))  # read by the twin's process as it starts
+            url = stack.enter_context(iris_local.iris_local_cluster(tmp_path_factory.mktemp("twin")))
+        client = stack.enter_context(FrayClient(url))
         _wait_for_warm_slices(client)
         yield client
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
     """The embedded controller with the same (built-in) profile."""
     root = tmp_path_factory.mktemp("embedded")
-    controller = start_controller(root / "state", "--cluster-config", "default", "--slots", "16")
+    controller = start_controller(root / "state", "--cluster-config", "default", "--slots", "16",
+                                  env={MIN_LEASE_ENV: str(LEASE_FLOOR_S)})
     try:
         with FrayClient(controller.info.url, controller.info.token) as client:
             yield client

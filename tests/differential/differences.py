@@ -11,6 +11,8 @@ pending for ever, and on every gang's placement (one tpu-name / leafgroup, task 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 CONSTRAINTS_TAIL = " (constraints: "
 """LaunchJob refusals end with the job's constraints. Iris writes them as Python reprs
 (``Constraint(key='device-type', op=<ConstraintOp.EQ: 0>, …)``), the embedded controller as
@@ -113,3 +115,25 @@ COORDINATOR_DIFFERENCES: dict[tuple[str, str], str] = {
 }
 """(coordinator scenario or "raw", aspect) → why the two controllers differ (``test_coordinators.py``);
 aspects are jobs, links, listed, seen, and for "raw" each call's name."""
+
+
+class ActorDifference(NamedTuple):
+    """What each controller shows for one aspect of an actor scenario, and why they differ."""
+
+    embedded: tuple[str, ...]
+    twin: tuple[str, ...]
+    why: str
+
+
+ACTOR_DIFFERENCES: dict[tuple[str, str], ActorDifference] = {
+    ("killed mid-call", "listed after the task died"): ActorDifference(
+        embedded=(), twin=("{name}",),
+        why=("Kept: Iris 0.2.227 removes a job's endpoints at once only when the job is terminated, completed or "
+             "deleted; an actor task that dies on its own stays listed until its lease lapses (up to 10 minutes), "
+             "and callers resolving it meanwhile get connection errors. The embedded controller lists an endpoint "
+             "only while the attempt that registered it is live, so it goes with its task."),
+    ),
+}
+"""(actor scenario, aspect) → what each controller shows (``test_actors.py``; ``{name}`` stands for the
+scenario's endpoint name). Every other aspect of every actor scenario is the same on both: results, the
+concurrency limit, exceptions (type and message), job states, lease grants and lapses."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -243,13 +244,15 @@ def _panel(client: FrayClient, root: str) -> tuple[object, ...]:
 @pytest.fixture(scope="module")
 def trees(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempPathFactory,
           ) -> Iterator[dict[str, tuple[Tree, Tree]]]:
-    """Each scenario on the twin, then on the embedded controller; the twin is left at rest (the
-    TPU slices the scenarios scaled up reclaimed) for the modules that compare against it at rest."""
+    """Each scenario on the twin and on the embedded controller at once (one scenario at a time, so
+    the twin's capacity is what each scenario alone would find); the twin is left at rest (the TPU
+    slices the scenarios scaled up reclaimed) for the modules that compare against it at rest."""
     found: dict[str, tuple[Tree, Tree]] = {}
-    for name, scenario in SCENARIOS.items():
-        on_twin = run(twin, name, scenario, tmp_path_factory.mktemp(f"twin-{name}"))
-        on_embedded = run(embedded, name, scenario, tmp_path_factory.mktemp(f"embedded-{name}"))
-        found[name] = (on_twin, on_embedded)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for name, scenario in SCENARIOS.items():
+            on_twin = pool.submit(run, twin, name, scenario, tmp_path_factory.mktemp(f"twin-{name}"))
+            on_embedded = pool.submit(run, embedded, name, scenario, tmp_path_factory.mktemp(f"embedded-{name}"))
+            found[name] = (on_twin.result(), on_embedded.result())
     yield found
     wait_at_rest(twin)
 

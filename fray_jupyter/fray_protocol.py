@@ -7,8 +7,16 @@ Rules:
 * ``fray_client()`` returns a ``FrayProtocolClient``: ``submit(request, adopt_existing=True)``
   plans the request (ours or Marin's ``fray.types.JobRequest``) and sends it with
   ``existing_job_policy`` KEEP, as Marin's Iris backend does; with ``adopt_existing=False`` the
-  controller's default applies and a taken name raises ``JobAlreadyExists``. Actors are not
-  supported: those methods raise ``NotImplementedError`` in one line.
+  controller's default applies and a taken name raises ``JobAlreadyExists``.
+* Actors, with Iris's semantics (``fray_jupyter.actors``): ``create_actor_group(cls, *args,
+  name=, count=, resources=, actor_config=, environment=)`` sends one job of ``count`` replicas
+  asking for the port ``actor``, as Marin's ``FrayIrisClient`` does (the same request but for the
+  entrypoint, which runs ``actors.host.serve_replica``), and returns its ``ActorGroup`` at once;
+  ``create_actor`` is a group of one and waits for its handle; ``host_actor`` serves in this
+  process. ``actor_config`` is Fray's ``ActorConfig`` (``max_concurrency`` default 1, enforced;
+  ``max_task_retries`` → the job's ``max_retries_failure`` and ``max_task_failures``; ``priority``
+  → its band). Calls from the notebook go straight to the tasks' addresses, or, on a named
+  cluster (``proxy_actors``), through the controller's actor proxy with the user's credentials.
 * ``FrayJobHandle`` has Fray's names and meanings: ``job_id``; ``status()`` → Fray's
   ``JobStatus`` (Iris KILLED → stopped, every other unsuccessful end → failed);
   ``wait(timeout, raise_on_failure=True)`` raises ``JobFailed`` when the job ended other than
@@ -42,17 +50,24 @@ import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
+from fray_jupyter.actors.group import ActorGroup
+from fray_jupyter.actors.handle import ActorHandle
+from fray_jupyter.actors.host import PORT_NAME, Hosted, host_here, serve_replica
+from fray_jupyter.actors.resolver import RegistryResolver
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import JobAlreadyExists as ControllerJobAlreadyExists
 from fray_jupyter.client.handle import JobHandle
 from fray_jupyter.client.parity import parity_for
 from fray_jupyter.iris.bundle import create_workspace_zip
+from fray_jupyter.iris.coscheduling import LEAFGROUP as COSCHEDULE_LEAFGROUP
 from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.planning import plan
 from fray_jupyter.resources.config import ResourceConfig
 from fray_jupyter.resources.entrypoint import Entrypoint
+from fray_jupyter.resources.environment import EnvironmentConfig
 from fray_jupyter.resources.interop import coerce
 from fray_jupyter.resources.job import JobRequest, JobStatus
 
@@ -60,8 +75,9 @@ if TYPE_CHECKING:
     from fray_jupyter.widgets.status import JobStatusPanel
 
 J = job_pb2
-ACTORS_UNSUPPORTED: Final[str] = ("fray-jupyter's client runs jobs only; actors are not supported "
-                                  "(use Marin's FrayIrisClient against an Iris cluster for actors)")
+ACTOR_PREEMPTION_RETRIES: Final[int] = 1000
+"""An actor group's ``max_retries_preemption``: Iris's client's default, which Marin's
+``create_actor_group`` leaves in place."""
 _FRAY_STATUS: Final[dict[int, JobStatus]] = {
     J.JOB_STATE_UNSPECIFIED: JobStatus.PENDING, J.JOB_STATE_PENDING: JobStatus.PENDING,
     J.JOB_STATE_BUILDING: JobStatus.PENDING, J.JOB_STATE_RUNNING: JobStatus.RUNNING,
@@ -188,15 +204,37 @@ class FrayJobHandle:
         return JobStatusPanel.of(self.handle)
 
 
+class ActorOptions(NamedTuple):
+    """What an actor group takes from Fray's ``ActorConfig``."""
+
+    max_concurrency: int = 1
+    max_task_retries: int | None = None
+    priority: int = 0
+
+
+def actor_options(config: Any) -> ActorOptions:
+    """``ActorOptions`` from Fray's ``ActorConfig`` (or anything with its fields; None: Fray's
+    defaults); ``ValueError`` for a ``max_concurrency`` below 1."""
+    defaults = ActorOptions()
+    options = ActorOptions(getattr(config, "max_concurrency", defaults.max_concurrency),
+                           getattr(config, "max_task_retries", defaults.max_task_retries),
+                           getattr(config, "priority", defaults.priority))
+    if not isinstance(options.max_concurrency, int) or options.max_concurrency < 1:
+        raise ValueError(f"ActorConfig.max_concurrency must be an integer of at least 1, got {options.max_concurrency!r}")
+    return options
+
+
 class FrayProtocolClient:
-    """``fray.client.Client`` for jobs, over one controller (see the module rules). ``user``
+    """``fray.client.Client`` for jobs and actors, over one controller (see the module rules). ``user``
     names the submitter (default: ``$IRIS_USER``, else the OS user); ``workspace`` is the
     directory bundled with every job (default: none)."""
 
     def __init__(self, client: FrayClient, *, user: str | None = None,
-                 workspace: str | Path | None = None) -> None:
+                 workspace: str | Path | None = None, proxy_actors: bool | None = None) -> None:
         self.client = client
         self.user = user
+        self.proxy_actors = client.cluster is not None if proxy_actors is None else proxy_actors
+        """Whether actor calls go through the controller's actor proxy (default: on a named cluster)."""
         self.workspace = workspace
         self._bundle: bytes | None = None
 
@@ -225,17 +263,53 @@ class FrayProtocolClient:
             _raise(JobAlreadyExists, "JobAlreadyExists", planned.job.name)
         return FrayJobHandle(JobHandle(job_id, self.client))
 
-    def host_actor(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Not supported (see ``ACTORS_UNSUPPORTED``)."""
-        raise NotImplementedError(ACTORS_UNSUPPORTED)
+    def host_actor(self, actor_class: Callable[..., Any], *args: Any, name: str, actor_config: Any = None,
+                   **kwargs: Any) -> Hosted:
+        """Serve ``actor_class(*args, **kwargs)`` in this process (``actors.host.host_here``): inside an
+        Iris task registered for it as ``{job_id}/{name}-0``, in the kernel on loopback only."""
+        config = actor_options(actor_config)
+        return host_here(actor_class, args, kwargs, name, config.max_concurrency, user=self.client.user)
 
-    def create_actor(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Not supported (see ``ACTORS_UNSUPPORTED``)."""
-        raise NotImplementedError(ACTORS_UNSUPPORTED)
+    def create_actor(self, actor_class: Callable[..., Any], *args: Any, name: str, resources: Any = None,
+                     actor_config: Any = None, environment: Any = None, **kwargs: Any) -> ActorHandle:
+        """A group of one (``create_actor_group``), its handle once it is registered."""
+        group = self.create_actor_group(actor_class, *args, name=name, count=1, resources=resources,
+                                        actor_config=actor_config, environment=environment, **kwargs)
+        return group.wait_ready()[0]
 
-    def create_actor_group(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Not supported (see ``ACTORS_UNSUPPORTED``)."""
-        raise NotImplementedError(ACTORS_UNSUPPORTED)
+    def create_actor_group(self, actor_class: Callable[..., Any], *args: Any, name: str, count: int,
+                           resources: Any = None, actor_config: Any = None, environment: Any = None,
+                           **kwargs: Any) -> ActorGroup:
+        """Launch ``count`` instances of ``actor_class(*args, **kwargs)`` as one job (module rules) and
+        return its group at once (``wait_ready`` waits for the members)."""
+        launch = self.actor_group_request(actor_class, args, kwargs, name=name, count=count, resources=resources,
+                                          actor_config=actor_config, environment=environment)
+        job_id = self.client.submit(launch)
+        return ActorGroup(name, count, job_id, RegistryResolver(self.client, proxy=self.proxy_actors))
+
+    def actor_group_request(self, actor_class: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                            name: str, count: int, resources: Any = None, actor_config: Any = None,
+                            environment: Any = None) -> Controller.LaunchJobRequest:
+        """The ``LaunchJobRequest`` of an actor group (what ``create_actor_group`` sends)."""
+        config = actor_options(actor_config)
+        size = coerce(resources, ResourceConfig) if resources is not None else ResourceConfig()
+        retries = {} if config.max_task_retries is None else {
+            "max_retries_failure": config.max_task_retries, "max_task_failures": config.max_task_retries}
+        job = JobRequest(name=name, entrypoint=Entrypoint.from_callable(
+                             serve_replica, (actor_class, args, kwargs, name, config.max_concurrency, fray_client)),
+                         resources=size, environment=coerce(environment, EnvironmentConfig) if environment else None,
+                         replicas=count, priority=config.priority, max_retries_preemption=ACTOR_PREEMPTION_RETRIES,
+                         **retries)
+        parity = parity_for(self.client.cluster_name)
+        planned = plan(job, user=self.user, existing_job_policy="unspecified", bundle=self._workspace_zip(),
+                       revision_date=parity.revision_date, runtime_setup=parity.runtime_setup)
+        request = Controller.LaunchJobRequest()
+        request.CopyFrom(planned.request)
+        request.ports.append(PORT_NAME)
+        if count > 1 and size.device.kind == "gpu":  # independent workers, not one NVLink collective
+            request.coscheduling.Clear()
+            request.coscheduling.group_by = COSCHEDULE_LEAFGROUP
+        return request
 
     def shutdown(self, wait: bool = True) -> None:
         """Close the connection to the controller (jobs keep running there)."""

@@ -1,0 +1,182 @@
+"""Fray actors: a call's round trip on loopback through ``fray_client()`` on the embedded controller
+and on the genuine Iris twin, beside Fray's ``LocalClient`` (in-process actors) in the same run;
+and a Zephyr pipeline of ``--records`` records (mapped, filtered, written by several workers) under
+``fray_client()`` on the embedded controller beside ``LocalClient``.
+
+Run: ``python bench/actors.py [--calls N] [--records N]``. Goals: a call ≤ 2 ms on the embedded
+controller (median of ``--calls`` blocking calls, after a warm-up); the Zephyr pipeline within 2× of
+``LocalClient``. A peer that cannot run here (marin-fray or marin-zephyr not installed, a controller
+without an endpoint registry) gets a ``skipped`` row saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.results import Figure, record, skipped
+from fray_jupyter.client.client import FrayClient
+from fray_jupyter.client.errors import FrayError
+from fray_jupyter.controller import iris_local
+from fray_jupyter.fray_protocol import FrayProtocolClient
+from fray_jupyter.iris.proto.controller_pb2 import Controller
+from tests.controller_harness import start_controller, stop_quietly
+
+BENCH: Final[str] = "actors"
+CALL_GOAL_MS: Final[float] = 2.0
+ZEPHYR_GOAL_RATIO: Final[float] = 2.0
+SHARDS: Final[int] = 8
+"""The pipeline's shards (``from_list`` alone makes one per record; a distributed client runs each
+shard in a subprocess of its worker, Zephyr's own choice off ``LocalClient``)."""
+WARMUP: Final[int] = 20
+
+
+class Echo:
+    """The benchmarked actor: returns what it is given."""
+
+    def echo(self, value: int) -> int:
+        return value
+
+
+def median_call_ms(call: Callable[[], Any], calls: int) -> float:
+    """The median of ``calls`` timed calls, in ms, after ``WARMUP`` untimed ones."""
+    for _ in range(WARMUP):
+        call()
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def has_registry(client: FrayClient) -> str:
+    """"" when the controller serves ``RegisterEndpoint``, else why not."""
+    probe = Controller.RegisterEndpointRequest(name="/bench/probe-0", address="http://127.0.0.1:1",
+                                               task_id="/bench/none/0")
+    try:
+        client.register_endpoint(probe)
+    except FrayError as error:
+        if error.code == "unimplemented":
+            return f"this controller has no endpoint registry: {error}"
+    return ""
+
+
+def group_call_ms(client: FrayClient, calls: int) -> float:
+    """Median round trip of a call to a one-member group launched on ``client``'s controller."""
+    from fray.types import ActorConfig, ResourceConfig
+
+    fray = FrayProtocolClient(client, user="bench")
+    group = fray.create_actor_group(Echo, name=f"echo-{time.time_ns()}", count=1,
+                                    resources=ResourceConfig(cpu=0.5, ram="256m", disk="1g"),
+                                    actor_config=ActorConfig(max_concurrency=1))
+    try:
+        (handle,) = group.wait_ready(timeout=300)
+        return median_call_ms(lambda: handle.echo(1), calls)
+    finally:
+        group.shutdown()
+
+
+def local_call_ms(calls: int) -> float:
+    """Median round trip of a call on Fray's ``LocalClient`` (``.remote().result()``, its only path)."""
+    from fray.local_backend import LocalClient
+
+    local = LocalClient()
+    handle = local.create_actor(Echo, name=f"echo-{time.time_ns()}")
+    return median_call_ms(lambda: handle.echo.remote(1).result(), calls)
+
+
+@contextmanager
+def embedded(scratch: Path) -> Iterator[FrayClient]:
+    controller = start_controller(scratch / "embedded", "--slots", "16", "--pass-env", "PYTHONPATH")
+    try:
+        with FrayClient(controller.info.url, controller.info.token) as client:
+            yield client
+    finally:
+        stop_quietly(controller)
+
+
+def zephyr_pipeline(records: int, out: Path) -> int:
+    """Map, filter and write ``records`` numbers with Zephyr on ``current_client()``; the rows written."""
+    from zephyr.context import ZephyrContext
+    from zephyr.dataset import Dataset
+
+    pipeline = (Dataset.from_list(list(range(records))).reshard(SHARDS).map(lambda n: {"n": n, "square": n * n})
+                .filter(lambda row: row["n"] % 3 != 0).write_jsonl(str(out / "part-{shard:05d}.jsonl")))
+    with ZephyrContext(max_workers=2, chunk_storage_prefix=str(out / "chunks")) as context:
+        context.execute(pipeline)
+    return sum(len(path.read_text().splitlines()) for path in out.glob("part-*.jsonl"))
+
+
+def zephyr_seconds(records: int, scratch: Path, client: Any) -> float:
+    from fray.current_client import set_current_client
+
+    out = scratch / f"zephyr-{time.time_ns()}"
+    out.mkdir()
+    started = time.perf_counter()
+    with set_current_client(client):
+        written = zephyr_pipeline(records, out)
+    elapsed = time.perf_counter() - started
+    expected = sum(1 for n in range(records) if n % 3 != 0)
+    if written != expected:
+        raise RuntimeError(f"the Zephyr pipeline wrote {written} rows, not {expected}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--records", type=int, default=10_000)
+    args = parser.parse_args()
+    try:
+        import fray.local_backend  # noqa: F401
+    except ImportError as error:
+        record(skipped(BENCH, "actor call round trip", f"≤ {CALL_GOAL_MS:g} ms", f"marin-fray is not installed: {error}"))
+        return
+    with tempfile.TemporaryDirectory(prefix="fray-bench-actors-") as raw:
+        scratch = Path(raw)
+        local_ms = local_call_ms(args.calls)
+        record(Figure(BENCH, "call round trip, Fray LocalClient (in-process)", f"{local_ms:.3f} ms"))
+        with embedded(scratch) as client:
+            why = has_registry(client)
+            if why:
+                record(skipped(BENCH, "call round trip, embedded controller", f"≤ {CALL_GOAL_MS:g} ms", why))
+            else:
+                ms = group_call_ms(client, args.calls)
+                record(Figure(BENCH, "call round trip, embedded controller", f"{ms:.3f} ms ({ms / local_ms:.1f}× LocalClient)",
+                              f"≤ {CALL_GOAL_MS:g} ms", ms <= CALL_GOAL_MS))
+            zephyr(args.records, scratch, client, why)
+        with iris_local.iris_local_cluster(scratch / "twin") as url, FrayClient(url) as twin:
+            ms = group_call_ms(twin, args.calls)
+            record(Figure(BENCH, "call round trip, Iris twin (fray_client)", f"{ms:.3f} ms ({ms / local_ms:.1f}× LocalClient)"))
+
+
+def zephyr(records: int, scratch: Path, client: FrayClient, why: str) -> None:
+    name, goal = f"Zephyr pipeline of {records:,} records, embedded controller", f"≤ {ZEPHYR_GOAL_RATIO:g}× LocalClient"
+    try:
+        import zephyr  # noqa: F401
+    except ImportError as error:
+        record(skipped(BENCH, name, goal, f"marin-zephyr is not installed: {error}"))
+        return
+    if why:
+        record(skipped(BENCH, name, goal, why))
+        return
+    from fray.local_backend import LocalClient
+
+    local = zephyr_seconds(records, scratch, LocalClient())
+    ours = zephyr_seconds(records, scratch, FrayProtocolClient(client, user="bench"))
+    record(Figure(BENCH, f"Zephyr pipeline of {records:,} records, LocalClient", f"{local:.2f} s"))
+    record(Figure(BENCH, name, f"{ours:.2f} s ({ours / local:.2f}×)", goal, ours <= ZEPHYR_GOAL_RATIO * local))
+
+
+if __name__ == "__main__":
+    main()

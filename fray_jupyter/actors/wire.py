@@ -1,0 +1,146 @@
+"""Iris's actor protocol as bytes: ``iris.actor.ActorService`` over Connect (unary, HTTP/1.1,
+``application/proto``), arguments, values and exceptions as cloudpickle.
+
+Rules:
+
+* A call is ``POST <base>/iris.actor.ActorService/<Method>`` with the serialized message; a base is
+  an actor server's ``http://host:port`` or a controller's ``<url>/proxy/<name with / as .>``.
+* A request body may be ``Content-Encoding: zstd`` or ``gzip`` (Iris's actor client always sends
+  zstd); answers go out uncompressed, which every Connect client accepts.
+* A method's exception goes back pickled (``ActorError.serialized_exception``), the caller raises
+  it again, as Iris's client does; the server adds the remote traceback to it as a note, so the
+  caller sees where it was raised (Iris's own client shows the note too). An exception that cannot
+  be pickled goes back as ``RemoteActorError`` carrying its type, message and traceback.
+* A call refused before it ran answers ``ActorError`` with a Connect code name as ``error_type`` and
+  no exception (Iris: ``not_found`` for an unknown method), or a Connect error status (Iris:
+  ``unavailable`` for an actor name the server does not serve).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import traceback
+from collections.abc import Mapping
+from typing import Any, Final
+
+import cloudpickle
+import zstandard
+
+from fray_jupyter.iris.proto import actor_pb2
+
+SERVICE: Final[str] = "iris.actor.ActorService"
+CONNECT_CODES: Final[frozenset[str]] = frozenset({
+    "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists",
+    "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range",
+    "unimplemented", "internal", "unavailable", "data_loss", "unauthenticated"})
+"""Connect's error code names (an ``error_type`` that is one of these is a refusal, not an exception)."""
+HTTP_STATUS: Final[dict[str, int]] = {
+    "invalid_argument": 400, "unauthenticated": 401, "permission_denied": 403, "not_found": 404,
+    "unimplemented": 404, "resource_exhausted": 429, "internal": 500, "unavailable": 503, "unknown": 500}
+"""The HTTP status of a Connect error, by code (Connect protocol spec)."""
+
+
+class RemoteActorError(RuntimeError):
+    """An actor method raised an exception that could not be pickled: its type name, message and
+    the remote traceback, as text."""
+
+    def __init__(self, remote_type: str, message: str) -> None:
+        super().__init__(f"{remote_type}: {message}")
+        self.remote_type = remote_type
+
+
+def path(method: str) -> str:
+    """``/iris.actor.ActorService/<method>``."""
+    return f"/{SERVICE}/{method}"
+
+
+def proxy_base(controller_url: str, name: str) -> str:
+    """Where a controller relays calls to the endpoint ``name`` (Iris's ``ProxyResolver``): the
+    name without its leading ``/``, every ``/`` as ``.``."""
+    return f"{controller_url.rstrip('/')}/proxy/{name.lstrip('/').replace('/', '.')}"
+
+
+def encode_call(actor_name: str, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> actor_pb2.ActorCall:
+    """The ``ActorCall`` for ``actor_name.method(*args, **kwargs)``."""
+    return actor_pb2.ActorCall(method_name=method, actor_name=actor_name, serialized_args=cloudpickle.dumps(args),
+                               serialized_kwargs=cloudpickle.dumps(dict(kwargs)))
+
+
+def decode_call(call: actor_pb2.ActorCall) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments of an ``ActorCall`` (empty bytes: none)."""
+    args = cloudpickle.loads(call.serialized_args) if call.serialized_args else ()
+    kwargs = cloudpickle.loads(call.serialized_kwargs) if call.serialized_kwargs else {}
+    return tuple(args), dict(kwargs)
+
+
+def error_of(exc: BaseException, where: str) -> actor_pb2.ActorError:
+    """The ``ActorError`` for ``exc`` raised in ``where`` (the actor's name): pickled with the remote
+    traceback as a note, or as a ``RemoteActorError`` when it cannot be pickled."""
+    text = "".join(traceback.format_exception(exc))
+    note = f"Remote traceback (actor {where}):\n{text.rstrip()}"
+    if note not in getattr(exc, "__notes__", ()):
+        exc.add_note(note)
+    try:
+        serialized = cloudpickle.dumps(exc)
+    except Exception:  # noqa: BLE001 - an exception holding a lock, a socket...: send what can be sent
+        serialized = cloudpickle.dumps(RemoteActorError(type(exc).__name__, f"{exc}\n{note}"))
+    return actor_pb2.ActorError(error_type=type(exc).__name__, message=str(exc), serialized_exception=serialized)
+
+
+def refusal(code: str, message: str) -> actor_pb2.ActorError:
+    """An ``ActorError`` for a call refused before it ran (``code``: a Connect code name)."""
+    return actor_pb2.ActorError(error_type=code, message=message)
+
+
+def raise_error(error: actor_pb2.ActorError) -> Any:
+    """Raise what an ``ActorError`` carries: the remote exception, else ``ActorRefused`` for a
+    Connect code, else ``RemoteActorError``."""
+    if error.serialized_exception:
+        raise cloudpickle.loads(error.serialized_exception)
+    if error.error_type in CONNECT_CODES:
+        raise ActorRefused(error.error_type, error.message)
+    raise RemoteActorError(error.error_type, error.message)
+
+
+def value_of(response: actor_pb2.ActorResponse) -> Any:
+    """A call's return value, or its error raised (``raise_error``)."""
+    if response.HasField("error"):
+        return raise_error(response.error)
+    return cloudpickle.loads(response.serialized_value)
+
+
+class ActorRefused(RuntimeError):
+    """A server refused a call (a Connect error code and its message), e.g. ``not_found`` for a
+    method the actor does not have."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def decompress(body: bytes, encoding: str) -> bytes:
+    """A request body as sent with ``Content-Encoding: encoding`` (identity, gzip or zstd);
+    ``ValueError`` for another encoding or a body that does not decode."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    try:
+        if encoding == "gzip":
+            return gzip.decompress(body)
+        if encoding == "zstd":
+            return zstandard.ZstdDecompressor().decompressobj().decompress(body)
+    except (OSError, EOFError, zstandard.ZstdError) as exc:
+        raise ValueError(f"a {encoding} body that does not decompress: {exc}") from None
+    raise ValueError(f"content-encoding {encoding!r} is not one of identity, gzip, zstd")
+
+
+def error_body(code: str, message: str) -> bytes:
+    """A Connect error's JSON body."""
+    return json.dumps({"code": code, "message": message}).encode()
+
+
+def loads(data: bytes) -> Any:
+    """A pickled value (cloudpickle)."""
+    return cloudpickle.loads(data)
