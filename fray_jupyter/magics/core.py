@@ -23,6 +23,8 @@ from fray_jupyter.magics import settings
 from fray_jupyter.magics.errors import controller_errors
 from fray_jupyter.magics.fitting import check_before_submit
 from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER, usage
+from fray_jupyter.magics.session_flags import SESSION_COMMANDS
+from fray_jupyter.views.words import state_word
 
 if TYPE_CHECKING:
     from fray_jupyter.client.client import FrayClient
@@ -134,12 +136,16 @@ class FrayMagics(Magics):
 
     # -- %%fray -------------------------------------------------------------------------------------
     @_magic(cell_magic, "fray")
-    def fray_cell(self, line: str, cell: str) -> JobStatusPanel | None:
+    def fray_cell(self, line: str, cell: str) -> object:
         from fray_jupyter.client.handle import JobHandle
         from fray_jupyter.client.parity import parity_for
         from fray_jupyter.magics.submission import cell_plan
 
         args = CELL_PARSER.parse_line(line)
+        if args.session is not None:
+            from fray_jupyter.magics import session
+
+            return session.cell(args, cell)
         named = args.cluster or (None if args.controller else settings.cluster(self))
         # a real Iris gets what `iris job run` sends: the current directory, Iris's setup, its revision date
         prepared = cell_plan(args, cell, self.namespace, user=self.user or None,
@@ -208,11 +214,17 @@ class FrayMagics(Magics):
     @_magic(line_magic, "fray")
     def fray_line(self, line: str) -> JobStatusPanel | None:
         if not line.strip():
-            raise usage("give a command: jobs, status ID, logs ID [--follow], cancel ID, config [KEY [VALUE]] "
+            raise usage("give a command: jobs, status ID, logs ID [--follow], actors [ID], cancel ID, config [KEY [VALUE]], "
+                        "session start|stop|restart|interrupt|status NAME, push NAME VAR…, pull NAME VAR… "
                         "(%%fray, with two %, submits a cell)", LINE)
         args = LINE_PARSER.parse_line(line)
         if args.command == "config":
             self._config(args.key, args.value)
+            return None
+        if args.command in SESSION_COMMANDS:
+            from fray_jupyter.magics import session
+
+            session.line(self, args)
             return None
         from fray_jupyter.magics.submission import check_url
 
@@ -224,8 +236,11 @@ class FrayMagics(Magics):
 
     def _jobs(self, args: Any) -> None:
         """``%fray jobs``: one page of jobs, listed by the controller (every filter runs there): by
-        default yours (the configured user's) and top-level only, newest first."""
+        default yours (the configured user's) and top-level only, newest first; a session's row
+        says so, with its slice, hosts ready and idle time (``session.facts``)."""
+        from fray_jupyter.client.errors import FrayError
         from fray_jupyter.iris.states import JOB_STATES, MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET
+        from fray_jupyter.session.facts import session_notes
         from fray_jupyter.views.jobs import Listing, jobs_html, jobs_text
 
         label = f"{LINE} jobs"
@@ -246,8 +261,13 @@ class FrayMagics(Magics):
             page = client.list(user=user, scope="all" if args.with_children else "roots", name_filter=args.name,
                                state=state, offset=args.offset, limit=args.limit)
         listing = Listing(user, args.with_children, args.offset, page.total, page.has_more)
-        display({"text/html": jobs_html(page.jobs, listing),  # type: ignore[no-untyped-call]
-                 "text/plain": jobs_text(page.jobs, listing)}, raw=True)
+        try:  # a session says so on its row: its hosts' endpoints carry the facts
+            endpoints = client.endpoints("" if user is None else f"/{user}/")
+        except FrayError:
+            endpoints = ()
+        notes = session_notes(endpoints, page.jobs)
+        display({"text/html": jobs_html(page.jobs, listing, notes=notes),  # type: ignore[no-untyped-call]
+                 "text/plain": jobs_text(page.jobs, listing, notes=notes)}, raw=True)
 
     def _status(self, args: Any) -> JobStatusPanel:
         from fray_jupyter.magics.waiting import panel
@@ -272,6 +292,21 @@ class FrayMagics(Magics):
                 for entry in client.follow(job_id, cursor=page.cursor, include_children=args.children):
                     print(log_line(entry, job_id), flush=True)
 
+    def _actors(self, args: Any) -> None:
+        """``%fray actors [ID]``: the endpoints registered under the job (its children's too), or
+        under every job of yours: name, address, and the task serving it."""
+        client = self.client(args.controller, args.cluster)
+        prefix = f"{self.job_id(args.job)}/" if args.job else f"/{resolve_user(self.user or None)}/"
+        with controller_errors(f"listing the endpoints under {prefix}"):
+            endpoints = sorted(client.endpoints(prefix), key=lambda endpoint: endpoint.name)
+        if not endpoints:
+            print(f"no actor endpoints under {prefix}")
+            return
+        rows = [("NAME", "ADDRESS", "TASK"), *((e.name, e.address, e.task_id) for e in endpoints)]
+        widths = [max(len(row[i]) for row in rows) for i in range(2)]
+        for name, address, task in rows:
+            print(f"{name:<{widths[0]}}  {address:<{widths[1]}}  {task}")
+
     def _cancel(self, args: Any) -> None:
         from fray_jupyter.iris.states import is_job_finished, job_state_name
 
@@ -279,10 +314,10 @@ class FrayMagics(Magics):
         with controller_errors(f"cancelling {job_id}"):
             before = client.status(job_id)
             if is_job_finished(before.state):
-                print(f"{job_id} already finished ({job_state_name(before.state).upper()}); nothing to cancel")
+                print(f"{job_id} already finished ({state_word(job_state_name(before.state)).upper()}); nothing to cancel")
                 return
             client.terminate(job_id)
-        print(f"cancelled {job_id} (was {job_state_name(before.state).upper()})")
+        print(f"cancelled {job_id} (was {state_word(job_state_name(before.state)).upper()})")
 
     def _config(self, key: str | None, value: str | None) -> None:
         keys = settings.setting_keys(self)

@@ -16,6 +16,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from fray_jupyter.flags import add_connection_arguments, add_fit_arguments, add_job_arguments
+from fray_jupyter.magics.session_flags import add_session_cell_arguments, add_session_commands
 
 CELL: Final[str] = "%%fray"
 
@@ -108,6 +109,7 @@ def cell_parser() -> FrayParser:
     mode.add_argument("--dry-run", action="store_true", help="show the Plan that would be sent; send nothing")
     mode.add_argument("--wait", action="store_true",
                       help="block until the job ends, printing its logs; fail the cell if the job fails")
+    add_session_cell_arguments(parser)
     return parser
 
 
@@ -137,8 +139,12 @@ def line_parser() -> FrayParser:
     logs.add_argument("--tail", type=int, default=0, metavar="N", help="only the last N lines")
     logs.add_argument("--children", action="store_true",
                       help="the lines of every job below it too, each named by its path ([step/0])")
+    actors = commands.add_parser("actors", parents=[common],
+                                 help="the actor endpoints registered: a job's (and its children's), else yours")
+    actors.add_argument("job", nargs="?", default="", metavar="ID")
     cancel = commands.add_parser("cancel", parents=[common], help="terminate a job")
     cancel.add_argument("job", metavar="ID")
+    add_session_commands(commands, common, add_job_arguments)
     config = commands.add_parser("config", help="show the settings, or set one for this session")
     config.add_argument("key", nargs="?", metavar="KEY")
     config.add_argument("value", nargs="?", metavar="VALUE", help='new value ("" resets it)')

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 from IPython.display import display
 
 from fray_jupyter.magics.errors import JobFailed, controller_errors
+from fray_jupyter.views.words import state_word
 
 if TYPE_CHECKING:
     from fray_jupyter.client.client import FrayClient
@@ -61,7 +62,7 @@ def wait(handle: JobHandle) -> job_pb2.JobStatus:
         raise
     display({"text/html": snapshot.html}, raw=True)  # type: ignore[no-untyped-call]
     status, tasks = snapshot.diagnosis.status, snapshot.diagnosis.tasks
-    state = job_state_name(status.state).upper()
+    state = state_word(job_state_name(status.state)).upper()
     if status.state != job_pb2.JOB_STATE_SUCCEEDED:
         below = failed_lines(job_id, snapshot.failed)
         raise JobFailed(job_id, state, view.failure_summary(status, tasks, list(tail), below=below))

@@ -5,6 +5,9 @@
  * changed nothing the interval grows by `factor`, up to `max`. So a running job is followed closely
  * and an idle list costs one request every `max` ms. (Failed requests back off through the poll's
  * own rejection back-off; pausing while hidden is the poll's standby.)
+ *
+ * Rule (`throttleDelay`): reads at least `gap` ms apart; a read asked for inside the gap is not
+ * dropped but starts when the gap ends.
  */
 
 export interface IBackoff {
@@ -33,4 +36,10 @@ export function backoffFromSettings(refreshSeconds: number, maxSeconds: number):
   const base = Math.min(Math.max(refreshSeconds, 0.5), 60) * 1000;
   const max = Math.min(Math.max(maxSeconds * 1000, base), 600 * 1000);
   return { base, max, factor: DEFAULT_BACKOFF.factor };
+}
+
+/** Ms until a read asked for at `now` may start, the last one having started at `lastAt` (0: now). */
+export function throttleDelay(now: number, lastAt: number, gap: number): number {
+  const wait = lastAt + gap - now;
+  return wait > 0 && wait <= gap ? wait : 0;
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { backoffFromSettings, nextInterval } from '../src/backoff';
+import { backoffFromSettings, nextInterval, throttleDelay } from '../src/backoff';
 
 const options = { base: 2000, max: 30000, factor: 1.5 };
 
@@ -33,4 +33,12 @@ test('settings in seconds become clamped milliseconds', () => {
   assert.equal(backoffFromSettings(0, 30).base, 500);
   assert.equal(backoffFromSettings(10, 1).max, 10000);
   assert.equal(backoffFromSettings(1, 100000).max, 600000);
+});
+
+test('a read asked for inside the gap waits for its end; after it, or with a clock gone back, it starts now', () => {
+  assert.equal(throttleDelay(10_500, 10_000, 2000), 1500);
+  assert.equal(throttleDelay(12_000, 10_000, 2000), 0);
+  assert.equal(throttleDelay(20_000, 10_000, 2000), 0);
+  assert.equal(throttleDelay(10_000, 0, 2000), 0);
+  assert.equal(throttleDelay(5_000, 10_000, 2000), 0);
 });
