@@ -1,10 +1,13 @@
-"""Golden tests: every worked example and error case of fray-iris.md §7 and every differential fact
-of real-marin.md §3 (a–h, i, j, k), as an explicit table of inputs -> values on the wire.
+"""Golden tests: Fray's resource model and the ``LaunchJobRequest`` it becomes, as an explicit table
+of inputs -> values on the wire. Numbered cases are worked examples of Fray's resource model and
+Iris's conversion; lettered ones (a–h, and i scale, j total_flops, k replicas and errors) are what
+Marin's own client (marin-fray / marin-iris 0.2.227) was seen to send, its stub patched to keep the
+request (``tests/conformance/test_oracle.py`` checks them against the installed client).
 
-Where the note predates marin-fray/marin-iris 0.2.227 the installed package wins: the default disk
-is "64g" (68,719,476,736 B, not 16g), multi-slice TPU jobs carry IRIS_SLICE_COUNT /
-IRIS_TASKS_PER_SLICE, and the multi-GPU supervisor is ``iris.jax.multigpu_main``. Error texts are
-fray-jupyter's own where the issue asks for more help than Fray gives (did-you-mean, the value).
+The installed 0.2.227 packages are the reference: the default disk is "64g" (68,719,476,736 B; older
+Fray had 16g), multi-slice TPU jobs carry IRIS_SLICE_COUNT / IRIS_TASKS_PER_SLICE, and the multi-GPU
+supervisor is ``iris.jax.multigpu_main``. Error texts are fray-jupyter's own where it helps more than
+Fray does (a did-you-mean, the value refused).
 """
 
 from __future__ import annotations
@@ -260,7 +263,7 @@ def test_error_case(make: Callable[[], Any], pattern: str) -> None:
     assert "\n" not in str(caught.value)
 
 
-# -- real-marin.md §3 i: scale ----------------------------------------------------------------------
+# -- i: scale, as Marin's client computes it -------------------------------------------------------
 
 SCALE: dict[str, tuple[Callable[[], ResourceConfig], tuple[float, str, str]]] = {
     "ResourceConfig(cpu=1, ram=4g, disk=2g).scale(2)": (
@@ -284,7 +287,7 @@ def test_scaled_tpu_cpu_is_a_float() -> None:
     assert isinstance(RC.with_tpu("v5p-8").scale(0.5).cpu, float)
 
 
-# -- real-marin.md §3 j: total_flops (bf16) ---------------------------------------------------------
+# -- j: total_flops (bf16), as Marin's client computes it -------------------------------------------
 
 FLOPS: dict[str, tuple[Callable[[], ResourceConfig], float]] = {
     "with_tpu(v5p-8, slice_count=2)": (lambda: RC.with_tpu("v5p-8", slice_count=2), 3.672e15),
@@ -299,7 +302,7 @@ def test_total_flops_golden(make: Callable[[], ResourceConfig], flops: float) ->
     assert make().total_flops() == flops
 
 
-# -- HBM (fray-iris.md §1.6) ------------------------------------------------------------------------
+# -- HBM: chips x Fray's TPU_HBM_BYTES_PER_CHIP (v4 32 GiB, v5p 95 GiB) ------------------------------
 
 
 @pytest.mark.parametrize(("tpu", "hbm"), [("v5p-8", 408_021_893_120), ("v4-32", 549_755_813_888)])

@@ -316,6 +316,25 @@ def test_cancel_stops_a_running_job_and_leaves_a_finished_one(api: Callable[...,
     assert api(job_path(job_id, "cancel"), method="POST").body["job"]["state"] == "killed"
 
 
+def test_endpoints_lists_what_a_job_s_tasks_registered(api: Callable[..., Reply], shared: ControllerProcess) -> None:
+    from fray_jupyter.client import FrayClient
+    from fray_jupyter.client.errors import FrayError
+    from fray_jupyter.iris.proto.controller_pb2 import Controller
+
+    job_id = submit(shared, "sleep 60", replicas=1, wait_for=RUNNING)
+    try:
+        with FrayClient(shared.info.url, shared.info.token) as client:
+            client.register_endpoint(Controller.RegisterEndpointRequest(
+                name=f"{job_id}/ctr-0", address="http://127.0.0.1:9", task_id=f"{job_id}/0", endpoint_id="e-1"))
+        registered = [{"name": f"{job_id}/ctr-0", "address": "http://127.0.0.1:9", "task_id": f"{job_id}/0"}]
+    except FrayError as error:  # a controller without an endpoint registry lists none
+        assert error.code == "unimplemented"
+        registered = []
+    reply = api(job_path(job_id, "endpoints"))
+    assert reply.code == 200 and reply.body == {"endpoints": registered}
+    api(job_path(job_id, "cancel"), method="POST")
+
+
 def test_job_provided_text_is_passed_as_data(api: Callable[..., Reply], shared: ControllerProcess) -> None:
     job_id = submit(shared, "echo '<img src=x onerror=alert(1)>'", name=HOSTILE_NAME, replicas=1, wait_for=FINISHED)
     listed = api("jobs", params={"name": "onerror"}).body["jobs"]
@@ -361,7 +380,8 @@ def free_port() -> int:
 
 CONTROLLER_ROUTES = [("jobs", "GET"), ("users", "GET"), (job_path("/alice/x"), "GET"),
                      (job_path("/alice/x", "logs"), "GET"), (job_path("/alice/x", "logs", "download"), "GET"),
-                     (job_path("/alice/x", "cancel"), "POST"), (job_path("/alice/x", "tasks", "0"), "GET")]
+                     (job_path("/alice/x", "cancel"), "POST"), (job_path("/alice/x", "tasks", "0"), "GET"),
+                     (job_path("/alice/x", "endpoints"), "GET")]
 
 
 @pytest.mark.parametrize(("path", "method"), CONTROLLER_ROUTES)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from fray_jupyter.iris.placement import device_text
 from fray_jupyter.iris.proto import job_pb2, logging_pb2
-from fray_jupyter.server.serialize import device_text, job_json, log_json, task_json
+from fray_jupyter.server.serialize import job_json, log_json, task_json
 
 
 def test_device_text_names_the_accelerator_per_task() -> None:

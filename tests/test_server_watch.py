@@ -104,7 +104,7 @@ def test_one_watcher_pushes_every_tab_a_change_as_it_happens(
     write_runtime_file(controller.info, runtime_file_path())
     hub: ChangeHub = jp_serverapp.web_app.settings["fray_hub"]
 
-    async def scenario() -> tuple[float, list[dict[str, Any]]]:
+    async def scenario() -> None:
         tabs = [await _open_stream(jp_http_port, jp_base_url, jp_auth_header) for _ in range(3)]
         assert [status for *_, status in tabs] == [200, 200, 200]
         for reader, _, _ in tabs:
@@ -112,21 +112,17 @@ def test_one_watcher_pushes_every_tab_a_change_as_it_happens(
         while hub.source != "feed":
             await asyncio.sleep(0.01)
         assert hub.watching
-        started = time.monotonic()
         job_id = await asyncio.to_thread(_launch, controller, "sleep 0.2")
         events = [await _next_event(reader, "changed") for reader, _, _ in tabs]
-        latency = time.monotonic() - started
         assert all(job_id in event["jobIds"] and event["source"] == "feed" for event in events)
         for _, writer, _ in tabs:
             writer.close()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30  # a hang guard, not a speed goal: bench/live.py times the push
         while hub.watching:
             assert time.monotonic() < deadline, "the watcher kept running with no tab open"
             await asyncio.sleep(0.02)
-        return latency, events
 
-    latency, _ = jp_asyncio_loop.run_until_complete(scenario())
-    assert latency < 1.5
+    jp_asyncio_loop.run_until_complete(scenario())
 
 
 def test_the_stream_needs_jupyters_authentication(http_server_client: Any, jp_serverapp: Any, jp_http_port: int,
@@ -147,7 +143,7 @@ def test_a_real_iris_is_polled_only_while_someone_watches(tmp_path_factory: pyte
     with real_iris_controller(tmp_path_factory.mktemp("real-iris")) as url, FrayClient(url) as client:
         monkeypatch.setenv(URL_ENV, url)
 
-        async def scenario() -> float:
+        async def scenario() -> None:
             hub = ChangeHub(ControllerLink(start=False))
             queue = hub.subscribe()
             assert (await queue.get())["source"] == ""
@@ -155,11 +151,9 @@ def test_a_real_iris_is_polled_only_while_someone_watches(tmp_path_factory: pyte
                                                                  "message": ""}
             job = JobRequest(name=f"p-{uuid.uuid4().hex[:6]}", entrypoint=Entrypoint.from_binary("true"),
                              resources=ResourceConfig(cpu=1, ram="256m", disk="1g"))
-            started = time.monotonic()
             job_id = await asyncio.to_thread(client.submit, plan(job, user="fray-test"))
             while job_id not in (event := await asyncio.wait_for(queue.get(), 20)).get("jobIds", ()):
                 pass
-            latency = time.monotonic() - started
             assert event["source"] == "poll"
             coordinator = JobRequest(name=f"{job.name}-coord", entrypoint=Entrypoint.from_binary("sleep", ["30"]),
                                      resources=job.resources)
@@ -173,6 +167,5 @@ def test_a_real_iris_is_polled_only_while_someone_watches(tmp_path_factory: pyte
             await asyncio.to_thread(client.terminate, parent)
             hub.unsubscribe(queue)
             assert not hub.watching
-            return latency
 
-        assert asyncio.run(scenario()) < 3.0
+        asyncio.run(scenario())  # how soon a change arrives is bench/live.py's ("real Iris" p95)

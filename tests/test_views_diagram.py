@@ -51,7 +51,7 @@ def test_one_multi_vm_slice_is_one_gang() -> None:
 
 def test_multi_slice_gang_is_one_gang_drawn_as_never_placed() -> None:
     """Iris 0.2.227 places a coscheduled job as ONE gang on one tpu-name: two v4-32 slices make one
-    8-task gang no 4-VM slice can hold (iris-twin.md §3), not two gangs of 4."""
+    8-task gang no 4-VM slice can hold, not two gangs of 4."""
     svg = _svg(ResourceConfig.with_tpu("v4-32", slice_count=2))
     groups = _groups(svg)
     assert len(groups) == 1 and groups[0].get("data-gang") == "true"

@@ -16,7 +16,6 @@ from fray_jupyter.iris.attempts import RetryLimits
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.resources import ResourceConfig
 from fray_jupyter.views import job as view
-from fray_jupyter.views.links import linked_html
 from tests.controller_harness import (
     TERMINAL,
     ControllerProcess,
@@ -96,8 +95,8 @@ def test_each_retry_is_an_attempt_counted_against_the_limits(failed: Diagnosis) 
 def test_the_reported_status_text_keeps_its_link_and_nothing_else(failed: Diagnosis) -> None:
     (task,) = failed.tasks
     html = view.status_text_html(task.task_id, failed.status_texts[task.task_id].detail_md)
-    assert link("https://wandb.ai/team/run-1", "W&amp;B run") in html
-    assert "<b>step 3/10</b>" in html and "&lt;script&gt;" in html and "<script" not in html
+    assert '<a href="https://wandb.ai/team/run-1" target="_blank" rel="noopener noreferrer">W&amp;B run</a>' in html
+    assert '<span class="fray-ansi-bold">step 3/10</span>' in html and "&lt;script&gt;" in html and "<script" not in html
     assert view.status_text_html(task.task_id, "  ") == ""
 
 
@@ -122,22 +121,6 @@ def test_a_retrying_task_s_reason_shows_when_the_job_gives_none() -> None:
     html = view.pending_html(status, [task])
     assert "Retrying (attempt 1, last: task_state_failed) &lt;img" in html and "<img" not in html
     assert view.pending_html(J.JobStatus(state=J.JOB_STATE_RUNNING, pending_reason="x")) == ""
-
-
-def link(href: str, label: str) -> str:
-    """The anchor a web link becomes: escaped, in a new tab, no opener."""
-    return f'<a href="{href}" target="_blank" rel="noopener noreferrer">{label}</a>'
-
-
-@pytest.mark.parametrize(("text", "html"), [
-    ("see https://wandb.ai/a/b.", f"see {link('https://wandb.ai/a/b', 'https://wandb.ai/a/b')}."),
-    ("[run](javascript:alert(1))", "[run](javascript:alert(1))"),
-    ("[**bold** run](http://x.io/?a=1&b=2)", link("http://x.io/?a=1&amp;b=2", "<b>bold</b> run")),
-    ('https://x.io/"onmouseover="alert(1)', link("https://x.io/", "https://x.io/") + "&quot;onmouseover=&quot;alert(1)"),
-    ("data:text/html,<b>x</b>", "data:text/html,&lt;b&gt;x&lt;/b&gt;"),
-])
-def test_only_web_links_come_alive(text: str, html: str) -> None:
-    assert linked_html(text) == html
 
 
 def test_no_attempt_yet() -> None:

@@ -317,7 +317,7 @@ def test_configs_the_controls_cannot_show_leave_a_notice() -> None:
 
 
 def test_marin_resource_config_is_accepted() -> None:
-    marin = pytest.importorskip("fray.types")
+    from fray import types as marin
     picker = _picker(marin.ResourceConfig.with_tpu("v5p-8", slice_count=2))
     assert picker.value == ResourceConfig.with_tpu("v5p-8", slice_count=2)
 

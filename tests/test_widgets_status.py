@@ -46,6 +46,7 @@ class ScriptedController:
     children: list[J.JobStatus] = field(default_factory=list)
     listed: list[str] = field(default_factory=list)
     log_calls: list[tuple[str, bool]] = field(default_factory=list)
+    registered: list[Controller.Endpoint] = field(default_factory=list)
 
     def add_log(self, task: int, text: str, attempt: int = 0) -> None:
         with self.lock:
@@ -100,6 +101,9 @@ class ScriptedController:
         with self.lock:
             rows = tuple(row for row in self.rows if row.seq > cursor)
         return LogPage(rows, max([cursor, *(row.seq for row in rows)]))
+
+    def endpoints(self, prefix: str = "", **_: object) -> tuple[Controller.Endpoint, ...]:
+        return tuple(e for e in self.registered if e.name.startswith(prefix))
 
     def terminate(self, job_id: str) -> None:
         if self.terminate_error is not None:
@@ -278,7 +282,7 @@ def test_durations(seconds: float, text: str) -> None:
     assert view.duration(seconds) == text
 
 
-# -- pollers end (issue 11, item 7) -----------------------------------------------------------------
+# -- pollers end -----------------------------------------------------------------------------------
 def _pollers() -> int:
     return sum(thread.name.startswith("fray-status") for thread in threading.enumerate())
 
@@ -330,7 +334,7 @@ def test_pollers_stop_when_the_job_is_replaced_gone_closed_or_the_controller_is_
     _wait_for_pollers(before)
 
 
-# -- the tree, why it failed, the snapshot (issue 19 item 4, issue 20 items 2-3, issue 21 item 5) ---------
+# -- the tree, why it failed, the snapshot ---------------------------------------------------------
 def _child(job_id: str, state: int, **fields: object) -> J.JobStatus:
     status = J.JobStatus(job_id=job_id, state=state, task_count=1, **fields)  # type: ignore[arg-type]
     status.submitted_at.epoch_ms = 2_000
@@ -400,3 +404,20 @@ def test_the_snapshot_holds_the_last_state_tree_tasks_and_log_tail_inertly() -> 
     assert f"final state of {JOB} at " in html and 'data-job-id="/alice/train/step"' in html
     assert 'class="fray-task"' in html and "done &lt;img" in html and XSS not in html
     assert ".jp-OutputArea:has(.fray-status-panel) .jp-OutputArea-child:has(.fray-snapshot){display:none}" in html
+
+
+def test_a_running_job_lists_its_endpoints_escaped_and_an_ended_one_none() -> None:
+    controller = ScriptedController()
+    controller.registered = [Controller.Endpoint(name=f"{JOB}/ctr-1", address="http://127.0.0.1:2", task_id=f"{JOB}/1"),
+                             Controller.Endpoint(name=f"{JOB}/{XSS}-0", address="http://127.0.0.1:1", task_id=f"{JOB}/0"),
+                             Controller.Endpoint(name="/alice/other/ctr-0", address="http://127.0.0.1:3")]
+    panel = JobStatusPanel(controller, JOB, start=False)  # type: ignore[arg-type]
+    panel.refresh()
+    shown = panel.endpoints.value
+    assert "endpoints (2)" in shown and XSS not in shown and "&lt;img src=x onerror=alert(1)&gt;-0" in shown
+    assert shown.index("ctr-1") > shown.index("onerror")  # by name
+    assert "/alice/other" not in shown and "http://127.0.0.1:2" in shown and f"{JOB}/1" in shown
+    controller.state, controller.task_states = J.JOB_STATE_SUCCEEDED, [J.TASK_STATE_SUCCEEDED] * 2
+    panel.refresh()
+    assert panel.endpoints.value == ""
+

@@ -2,7 +2,7 @@
 
 Rule: the client asks the controller's ``GetTaskLogs`` first (the embedded controller serves it).
 A current real Iris controller has no such RPC (``unimplemented``, HTTP 404); it keeps logs in its
-finelog ``LogService``, which it proxies at ``LOG_SERVICE_PATH`` and which speaks Connect JSON. Both
+finelog ``LogService``, which it proxies at ``iris.wire.FETCH_LOGS_PATH`` and which speaks Connect JSON. Both
 page by the same cursor: the ``seq`` of the last row already seen, exclusive, and a response's
 cursor is the highest ``seq`` it saw (finelog answers 0 when it saw nothing, so the caller's cursor
 is kept then). Rows come back as ``iris.logging.LogEntry`` with ``key = "<task id>:<attempt>"`` and
@@ -16,15 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple
+from typing import Any, NamedTuple
 
 from google.protobuf import json_format
 
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.states import split_key, task_job, task_label
-
-LOG_SERVICE_PATH: Final[str] = "/proxy/system.log-server/finelog.logging.LogService/FetchLogs"
 
 
 class LogPage(NamedTuple):

@@ -18,12 +18,10 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from fray_jupyter.iris import arrow_ipc
-
-QUERY_PATH: Final[str] = "/proxy/system.log-server/finelog.stats.StatsService/Query"
-NAMESPACE: Final[str] = "iris.task_status"
+from fray_jupyter.iris.wire import STATUS_TEXT_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,7 @@ def status_text_sql(task_ids: Iterable[str], since_ms: int) -> str:
         "SELECT task_id, attempt_id, status_text_detail_md, status_text_summary_md FROM ("
         "SELECT task_id, attempt_id, status_text_detail_md, status_text_summary_md, "
         "row_number() OVER (PARTITION BY task_id ORDER BY ts DESC, attempt_id DESC) AS newest "
-        f'FROM "{NAMESPACE}" WHERE task_id IN ({listed}) AND ts >= to_timestamp_millis({int(since_ms)})'
+        f'FROM "{STATUS_TEXT_NAMESPACE}" WHERE task_id IN ({listed}) AND ts >= to_timestamp_millis({int(since_ms)})'
         ") AS reports WHERE newest = 1"
     )
 

@@ -226,8 +226,47 @@ class JobOutputs(TypedDict):
     tasks: list[TaskOutputs]
 
 
+class Endpoint(TypedDict):
+    """One endpoint a task registered (an actor): its name, where it is served, the task serving it."""
+
+    name: str
+    address: str
+    task_id: str
+
+
+class JobEndpoints(TypedDict):
+    """``GET /fray/jobs/<id>/endpoints``: the endpoints registered under the job (its children's
+    too), by name; empty where the controller keeps no endpoint registry."""
+
+    endpoints: list[Endpoint]
+
+
 class ApiError(TypedDict):
     """Any refused request: a message for the person and a stable ``code``."""
 
     message: str
     code: str
+
+
+class SessionRow(TypedDict):
+    """One session (``session.facts``): its job, name, state and slice (``device``); its hosts, how
+    many are ready, whether one runs a cell, how long it has been idle and when it releases the
+    slice (ms; null while a cell runs, or never), and all of that as the one ``line`` ``%fray jobs``
+    shows."""
+
+    job_id: str
+    name: str
+    state: str
+    device: str
+    hosts: int
+    ready: int
+    running: bool
+    idle_ms: int | None
+    releases_in_ms: int | None
+    line: str
+
+
+class SessionList(TypedDict):
+    """``GET /fray/sessions``: the sessions with a host ready, by job id."""
+
+    sessions: list[SessionRow]

@@ -30,6 +30,7 @@ from traitlets.config import Configurable
 from fray_jupyter.server.handlers import (
     CancelHandler,
     ClustersHandler,
+    EndpointsHandler,
     EventsHandler,
     JobHandler,
     JobsHandler,
@@ -41,6 +42,7 @@ from fray_jupyter.server.handlers import (
 )
 from fray_jupyter.server.link import ControllerLink
 from fray_jupyter.server.logs import LogDownloadHandler, LogsHandler
+from fray_jupyter.server.sessions import SessionsHandler
 from fray_jupyter.server.watch import ChangeHub
 
 JOB: Final[str] = r"(?P<job_id>[^/]+)"
@@ -51,6 +53,7 @@ ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     ("fray/clusters", ClustersHandler),
     ("fray/events", EventsHandler),
     ("fray/users", UsersHandler),
+    ("fray/sessions", SessionsHandler),
     ("fray/jobs", JobsHandler),
     (f"fray/jobs/{JOB}", JobHandler),
     (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})", TaskHandler),
@@ -58,6 +61,7 @@ ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     (f"fray/jobs/{JOB}/logs/download", LogDownloadHandler),
     (f"fray/jobs/{JOB}/cancel", CancelHandler),
     (f"fray/jobs/{JOB}/outputs", OutputsHandler),
+    (f"fray/jobs/{JOB}/endpoints", EndpointsHandler),
     (f"fray/jobs/{JOB}/outputs/(?P<index>[0-9]{{1,6}})/(?P<path>.+)", OutputFileHandler),
 )
 

@@ -304,6 +304,25 @@ class OutputsHandler(FrayHandler):
         self.reply(contract.JobOutputs(tasks=[serialize.outputs_json(outputs) for outputs in listing]))
 
 
+class EndpointsHandler(FrayHandler):
+    """``GET /fray/jobs/<id>/endpoints``: the endpoints (actors) registered under the job and the
+    jobs below it, by name (``ListEndpoints`` with the prefix ``<id>/``); none where the controller
+    has no endpoint registry."""
+
+    @tornado.web.authenticated
+    async def get(self, job_id: str) -> None:
+        def read(client: FrayClient) -> list[contract.Endpoint]:
+            try:
+                found = client.endpoints(f"{job_id}/")
+            except FrayError as error:
+                if error.code != "unimplemented":
+                    raise
+                return []
+            return [contract.Endpoint(name=e.name, address=e.address, task_id=e.task_id)
+                    for e in sorted(found, key=lambda e: e.name)]
+        self.reply(contract.JobEndpoints(endpoints=await self.call(read)))
+
+
 class OutputFileHandler(FrayHandler):
     """``GET /fray/jobs/<id>/outputs/<task index>/<path>``: one file a task's current attempt wrote,
     at most ``MAX_OUTPUT_FILE_BYTES``. Images and text keep their media type (``INLINE_TYPES``),

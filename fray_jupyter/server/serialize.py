@@ -15,6 +15,7 @@ from fray_jupyter.client.results import TaskOutputs
 from fray_jupyter.client.status_text import StatusText
 from fray_jupyter.iris.attempts import RetryLimits, attempt_counts
 from fray_jupyter.iris.loglines import LEVEL_NAMES
+from fray_jupyter.iris.placement import device_text
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.proto.time_pb2 import Timestamp
@@ -33,16 +34,6 @@ from fray_jupyter.server.contract import Job, LogLine, Task
 def epoch_ms(timestamp: Timestamp) -> int | None:
     """The timestamp's epoch milliseconds, None when unset."""
     return timestamp.epoch_ms or None
-
-
-def device_text(resources: job_pb2.ResourceSpecProto) -> str:
-    """The accelerator per task as a user names it: ``"v5p-8"``, ``"H100 ×8"``, or ``"cpu"``."""
-    device = resources.device
-    if device.HasField("tpu"):
-        return device.tpu.variant
-    if device.HasField("gpu"):
-        return f"{device.gpu.variant} ×{device.gpu.count}" if device.gpu.count > 1 else device.gpu.variant
-    return "cpu"
 
 
 def job_json(job: job_pb2.JobStatus) -> Job:

@@ -27,7 +27,8 @@ from fray_jupyter.iris.states import (
 )
 from fray_jupyter.views.ansi import line_html, palette_css
 from fray_jupyter.views.format import counted, size
-from fray_jupyter.views.links import linked_html
+from fray_jupyter.views.statustext import status_html
+from fray_jupyter.views.words import state_word
 
 J = job_pb2
 
@@ -92,12 +93,15 @@ STYLE: Final[str] = """<style>
 
 # -- small formats ---------------------------------------------------------------------------------
 def duration(seconds: float) -> str:
-    """``350 ms``, ``4.2 s``, ``1m 05s``, ``2h 03m``."""
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
+    """``350 ms``, ``4.2 s`` (tenths cut, not rounded), ``1m 05s``, ``2h 03m``: from the whole
+    milliseconds, so the sidebar's ``formatDuration`` (``labextension/src/format.ts``) says the
+    same (``tests/test_labextension.py`` compares them on random durations)."""
+    ms = max(0, round(seconds * 1000))
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms // 1000}.{ms % 1000 // 100} s"
+    minutes, secs = divmod(ms // 1000, 60)
     if minutes < 60:
         return f"{minutes}m {secs:02d}s"
     hours, minutes = divmod(minutes, 60)
@@ -136,9 +140,10 @@ def cut(text: str, limit: int = MAX_CELL_CHARS) -> str:
 
 # -- HTML ------------------------------------------------------------------------------------------
 def badge_html(name: str) -> str:
-    """A coloured pill with the state's name."""
+    """A coloured pill with the state's word (``views.words``, upper-cased) for the state ``name``."""
     color = BADGE_COLORS.get(name, OTHER_COLOR)
-    return f'<span class="fray-badge fray-state-{escape(name)}" style="background:{color}">{escape(name.upper())}</span>'
+    return (f'<span class="fray-badge fray-state-{escape(name)}" style="background:{color}">'
+            f"{escape(state_word(name).upper())}</span>")
 
 
 def header_html(status: J.JobStatus, now: int | None = None) -> str:
@@ -214,11 +219,11 @@ def job_retries_text(status: J.JobStatus, limits: RetryLimits) -> str:
 
 def status_text_html(task_id: str, detail_md: str) -> str:
     """The status text a task reported (markdown: Levanter's step, loss, MFU, ETA, W&B link), inert,
-    with its links working (``views.links``); "" when it reported none."""
+    with its links working (``views.statustext``); "" when it reported none."""
     if not detail_md.strip():
         return ""
     return (f'<div class="fray-status fray-status-text"><span class="fray-dim">task '
-            f'{escape(task_label(task_id))}</span><div class="fray-status-body">{linked_html(detail_md)}</div></div>')
+            f'{escape(task_label(task_id))}</span><div class="fray-status-body">{status_html(detail_md)}</div></div>')
 
 
 def diagnosis_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus], limits: RetryLimits,
@@ -288,7 +293,7 @@ def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: S
     """Lines saying how a job ended: the state, exit code and error; each task that did not
     succeed; the lines ``below`` (which jobs below it failed and why: ``views.tree.failed_lines``);
     the last ``SUMMARY_LOG_LINES`` log lines."""
-    state = job_state_name(status.state).upper()
+    state = state_word(job_state_name(status.state)).upper()
     exit_code = f", exit code {status.exit_code}" if status.exit_code else ""
     error = f": {cut(status.error, 300)}" if status.error else ""
     summary = [f"job {status.job_id} {state} ({elapsed(status, now)}{exit_code}){error}"]
@@ -296,7 +301,7 @@ def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: S
         if task.state != J.TASK_STATE_SUCCEEDED:
             code = f", exit code {task.exit_code}" if task.HasField("finished_at") and task.exit_code else ""
             why = f": {cut(task.error)}" if task.error else ""
-            summary.append(f"task {task_label(task.task_id)}: {task_state_name(task.state).upper()}{code}{why}")
+            summary.append(f"task {task_label(task.task_id)}: {state_word(task_state_name(task.state)).upper()}{code}{why}")
     summary += below
     tail = list(lines)[-SUMMARY_LOG_LINES:]
     if tail:
@@ -307,7 +312,7 @@ def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: S
 
 def status_text(status: J.JobStatus, tasks: Sequence[J.TaskStatus], now: int | None = None) -> str:
     """A few lines for terminals: id, state, progress, elapsed, then one line per task."""
-    head = (f"{status.job_id}  {job_state_name(status.state).upper()}  "
+    head = (f"{status.job_id}  {state_word(job_state_name(status.state)).upper()}  "
             f"{status.completed_count}/{status.task_count} tasks  {elapsed(status, now)}")
     lines = [head]
     reason = status.pending_reason if status.state == J.JOB_STATE_PENDING else status.error

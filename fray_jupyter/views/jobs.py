@@ -3,7 +3,8 @@ page of which jobs it is.
 
 Rules: one row per job as the controller listed it (newest first by default); a job with child jobs
 is marked ``▸`` after its id; the reason column is why a waiting job waits (its pending reason) or
-how an ended one failed (its error), on one line. The footer names whose jobs they are (a user's,
+how an ended one failed (its error), on one line; a caller's ``notes`` (job id → a line, e.g. a
+session's hosts ready and idle time) take the reason's place for their jobs. The footer names whose jobs they are (a user's,
 or every user's), whether child jobs are among them, which rows of the controller's total these
 are, and the flag that shows the next page. Everything the controller wrote is escaped.
 """
@@ -11,7 +12,7 @@ are, and the flag that shows the next page. Everything the controller wrote is e
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Final
@@ -19,6 +20,7 @@ from typing import Final
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
 from fray_jupyter.views.job import STYLE, badge_html, cut, elapsed, now_ms
+from fray_jupyter.views.words import state_word
 
 J = job_pb2
 
@@ -59,27 +61,29 @@ def listing_text(listing: Listing, shown: int) -> str:
     return f"jobs {first}-{last} of {listing.total}: {whose} {kind}{more}"
 
 
-def _job_row(status: J.JobStatus, now: int) -> tuple[str, ...]:
+def _job_row(status: J.JobStatus, now: int, notes: Mapping[str, str]) -> tuple[str, ...]:
     submitted = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.submitted_at.epoch_ms / 1000))
                  if status.submitted_at.epoch_ms else "")
     job = f"{status.job_id} {PARENT_MARK}" if status.has_children else status.job_id
-    return (job, job_state_name(status.state), f"{status.completed_count}/{status.task_count}",
-            submitted, elapsed(status, now), status.submitting_user, reason(status))
+    return (job, state_word(job_state_name(status.state)), f"{status.completed_count}/{status.task_count}",
+            submitted, elapsed(status, now), status.submitting_user, notes.get(status.job_id) or reason(status))
 
 
-def jobs_text(jobs: Sequence[J.JobStatus], listing: Listing | None = None, now: int | None = None) -> str:
+def jobs_text(jobs: Sequence[J.JobStatus], listing: Listing | None = None, now: int | None = None,
+              notes: Mapping[str, str] | None = None) -> str:
     """The jobs as an aligned text table (in the order given), then the ``listing`` line."""
     now = now_ms() if now is None else now
     footer = [listing_text(listing, len(jobs))] if listing is not None else []
     if not jobs:
         return "\n".join(footer or ["no jobs"])
-    rows = [JOB_COLUMNS, *(_job_row(job, now) for job in jobs)]
+    rows = [JOB_COLUMNS, *(_job_row(job, now, notes or {}) for job in jobs)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(JOB_COLUMNS))]
     table = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(table + footer)
 
 
-def jobs_html(jobs: Sequence[J.JobStatus], listing: Listing | None = None, now: int | None = None) -> str:
+def jobs_html(jobs: Sequence[J.JobStatus], listing: Listing | None = None, now: int | None = None,
+              notes: Mapping[str, str] | None = None) -> str:
     """The jobs as an HTML table with state badges, then the ``listing`` line."""
     now = now_ms() if now is None else now
     footer = (f'<div class="fray-status fray-dim fray-listing">{escape(listing_text(listing, len(jobs)))}</div>'
@@ -89,7 +93,7 @@ def jobs_html(jobs: Sequence[J.JobStatus], listing: Listing | None = None, now: 
     head = "".join(f"<th>{name}</th>" for name in JOB_COLUMNS)
     body = []
     for job in jobs:
-        cells = list(map(escape, _job_row(job, now)))
+        cells = list(map(escape, _job_row(job, now, notes or {})))
         cells[0], cells[1] = f"<code>{cells[0]}</code>", badge_html(job_state_name(job.state))
         cells[-1] = f'<span class="fray-dim">{cells[-1]}</span>'
         body.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")

@@ -1,10 +1,10 @@
-"""Text a job wrote (a task's status text, which is markdown) → inert HTML in which its web links work.
+"""Web links in text a job wrote: what is one (in status text, ``views.statustext``, and log lines,
+``views.ansi``) and the one form of the anchor it becomes.
 
-Rules: everything is HTML-escaped first, so no markup the text carries ever reaches the page. Then
-only these come alive: a markdown link ``[label](https://…)`` and a bare ``http://`` / ``https://``
-URL become ``<a>`` opening in a new tab (``rel="noopener noreferrer"``), any other scheme
-(``javascript:``, ``data:``) stays text; ``**bold**`` is bold. Punctuation that ends a sentence is
-not part of a bare URL. Line breaks are kept by the caller's ``white-space: pre-wrap``.
+Rules: a link is ``http://`` or ``https://`` only (any other scheme, ``javascript:``, ``data:``,
+stays text). A bare URL runs up to a blank (``SPACES``: every character Python's and JavaScript's
+``\\s`` match, spelled out so the sidebar's ``terminal.ts`` matches the same ones), a quote, an angle
+bracket or a bracket, and punctuation that ends a sentence (``TRAILING``) is not part of it.
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ import re
 from html import escape
 from typing import Final
 
-BARE_URL: Final[str] = r"https?://[^\s<>\"'()\[\]]+"
+SPACES: Final[str] = r"\t-\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""The blanks that end a URL, as a character-class body (the sidebar's ``terminal.ts`` ``SPACES``)."""
+BARE_URL: Final[str] = rf"https?://[^{SPACES}<>\"'()\[\]]+"
 """A bare web address, before its trailing ``TRAILING`` is cut: one rule for status text and log
 lines (``views.ansi``) alike."""
 LINK: Final[re.Pattern[str]] = re.compile(
-    r"\[(?P<label>[^\]\n]{1,500})\]\((?P<target>https?://[^\s()<>]+)\)|(?P<bare>" + BARE_URL + ")")
+    rf"\[(?P<label>[^\]\n]{{1,500}})\]\((?P<target>https?://[^{SPACES}()<>]+)\)|(?P<bare>{BARE_URL})")
+"""A markdown link to a web address, or a bare one (status text)."""
 BOLD: Final[re.Pattern[str]] = re.compile(r"\*\*([^*\n]+)\*\*")
 TRAILING: Final[str] = ".,;:!?"
 
@@ -27,24 +30,3 @@ def anchor(url: str, inner_html: str, attrs: str = "") -> str:
     already), opening in a new tab with no opener and no referrer; ``attrs`` (escaped already, each
     after a blank) are added: the one form of a link in status text and log lines (``views.ansi``)."""
     return f'<a href="{escape(url, quote=True)}" target="_blank" rel="noopener noreferrer"{attrs}>{inner_html}</a>'
-
-
-def _bold(escaped: str) -> str:
-    return BOLD.sub(r"<b>\1</b>", escaped)
-
-
-def linked_html(text: str) -> str:
-    """``text`` escaped, with its links and bold alive (see the module rules)."""
-    out: list[str] = []
-    last = 0
-    for match in LINK.finditer(text):
-        url = match["target"] or match["bare"]
-        tail = ""
-        if match["bare"]:
-            stripped = url.rstrip(TRAILING)
-            url, tail = stripped, url[len(stripped):]
-        out.append(_bold(escape(text[last:match.start()])))
-        out.append(anchor(url, _bold(escape(match["label"] or url))) + escape(tail))
-        last = match.end()
-    out.append(_bold(escape(text[last:])))
-    return "".join(out)

@@ -1,6 +1,7 @@
 """The notebook preview of a ``Plan`` as one HTML fragment, and the inline error that replaces it.
 
-Sections, top to bottom: figures as sent (replicas, per-task host and chips, totals), the "will it
+Sections, top to bottom: figures as sent (replicas, per-task host and chips, totals) and the Marin
+release it follows (``Plan.follows``), the "will it
 fit?" line and the budget lines (spend, the user's spent/limit, the band it runs at and the tasks queued
 ahead) when the caller has them, the coscheduling diagram (the gangs Iris attempts), errors (why Iris will never place the job, error
 styled), warnings (every silent change), constraints as Fray writes them and as sent,
@@ -124,7 +125,8 @@ def _figures(plan: Plan) -> str:
     cards.append(_card(plan.group_by or "none", f"coscheduling · {len(plan.groups)} group(s)", "fray-group-by"))
     return (f'<div><code class="fray-job-id">{escape(plan.job_id)}</code></div>'
             f'<div class="fray-cards">{"".join(cards)}</div>'
-            f'<div class="fray-per-task">Per task, as sent: {escape(per_task)}</div>')
+            f'<div class="fray-per-task">Per task, as sent: {escape(per_task)}</div>'
+            f'<div class="fray-follows fray-dim">Marin: {escape(plan.follows)}</div>')
 
 
 def _constraints(plan: Plan) -> str:

@@ -30,7 +30,7 @@ from fray_jupyter.iris.proto import job_pb2, logging_pb2
 from fray_jupyter.iris.states import job_state_name
 from fray_jupyter.iris.tree import FailedChild, JobTree
 from fray_jupyter.views import job as view
-from fray_jupyter.views.logtail import log_tail_html
+from fray_jupyter.views.logtail import ShownLine, log_tail_html
 from fray_jupyter.views.tree import failed_html, tree_html
 
 SNAPSHOT_LOG_ROWS: Final[int] = 40
@@ -44,20 +44,20 @@ SNAPSHOT_CSS: Final[str] = """<style>
 LIVE_NOTE: Final[str] = " (a snapshot: the live panel replaces it while the kernel runs)"
 
 
-def snapshot_html(tree: JobTree, tasks: Sequence[job_pb2.TaskStatus], rows: Sequence[logging_pb2.LogEntry],
+def snapshot_html(tree: JobTree, tasks: Sequence[job_pb2.TaskStatus], rows: Sequence[ShownLine],
                   label: Callable[[logging_pb2.LogEntry], str], *, limits: RetryLimits | None = None,
                   root_causes: Mapping[str, Sequence[str]] | None = None,
                   status_texts: Mapping[str, str] | None = None, failed: Sequence[FailedChild] = (),
                   taken_ms: int | None = None, beside_panel: bool = True) -> str:
     """The snapshot of ``tree.root`` (see the module rules): its ``tasks``, the newest
-    ``SNAPSHOT_LOG_ROWS`` of ``rows`` (as a reader sees them: ``views.logtail.collapse``d; each
-    labelled by ``label``), and what explains it; ``beside_panel``: written beside a live panel
+    ``SNAPSHOT_LOG_ROWS`` of ``rows`` (lines as a reader sees them: ``views.logtail.collapse``; each
+    labelled by ``label`` of the row that wrote it), and what explains it; ``beside_panel``: written beside a live panel
     (its caption says the panel replaces it), else alone (``%%fray --wait``'s result)."""
     status = tree.root
     taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime((taken_ms or view.now_ms()) / 1000))
     final = view.is_terminal(status) and tree.settled
     when = "final state" if final else "last known state"
-    lines = [f"{label(row)} {row.data}" for row in rows[-view.SUMMARY_LOG_LINES:]]
+    lines = [f"{label(line.entry)} {line.text}" for line in rows[-view.SUMMARY_LOG_LINES:]]
     parts = [
         (f'<div class="fray-dim fray-snapshot-caption">{when} of {escape(status.job_id)} at {escape(taken)}'
          f'{LIVE_NOTE if beside_panel else ""}</div>'),

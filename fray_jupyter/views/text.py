@@ -24,6 +24,7 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
         "env": [{"name": e.name, "value": e.value, "source": e.source} for e in plan.env],
         "errors": list(plan.errors),
         "warnings": list(plan.warnings),
+        "follows": plan.follows,
         "request_size": plan.request_size,
     }
 
@@ -42,7 +43,7 @@ def _groups(plan: Plan) -> str:
 
 
 def render_text(plan: Plan) -> str:
-    """A terminal-friendly preview: figures, groups, constraints, env with sources, errors (never placed),
+    """A terminal-friendly preview: figures, the Marin it follows, groups, constraints, env with sources, errors (never placed),
     warnings, request."""
     device = plan.device
     chips = f" · {plan.chips_per_task} × {device.variant}" if plan.chips_per_task else ""
@@ -54,6 +55,7 @@ def render_text(plan: Plan) -> str:
         ("Totals", f"{plan.total_chips} chips · {size(plan.hbm_bytes)} HBM · {flops(plan.peak_flops)} bf16"),
     ]
     lines = [f"{label:<14}{value}" for label, value in rows]
+    lines.append(f"{'Marin':<14}{plan.follows}")
     lines.append(f"{'Coscheduling':<14}{_groups(plan)}")
     lines.append(f"{'Constraints':<14}Fray: {', '.join(map(str, plan.fray_constraints)) or '(none)'}")
     lines.append(f"{'':<14}wire: {', '.join(map(str, plan.wire_constraints)) or '(none)'}")

@@ -24,6 +24,7 @@ from fray_jupyter.views.format import counted
 from fray_jupyter.views.job import BADGE_COLORS, OTHER_COLOR, badge_html, cut, elapsed
 from fray_jupyter.views.jobs import PARENT_MARK, reason
 from fray_jupyter.views.logtail import shown_text
+from fray_jupyter.views.words import state_word
 
 J = job_pb2
 
@@ -94,7 +95,7 @@ def tree_lines(tree: JobTree, now: int | None = None) -> list[str]:
     for depth, job in tree.walk():
         note = _note(job)
         lines.append(f"{'  ' * depth}{leaf(job.job_id)}{' ' + PARENT_MARK if job.has_children else ''}  "
-                     f"{job_state_name(job.state).upper()}  {job.completed_count}/{job.task_count} tasks  "
+                     f"{state_word(job_state_name(job.state)).upper()}  {job.completed_count}/{job.task_count} tasks  "
                      f"{elapsed(job, now)}{'  ' + note if note else ''}")
         if more := tree.unlisted(job.job_id):
             lines.append(f"{'  ' * (depth + 1)}… {more} more not listed")
@@ -110,7 +111,7 @@ def failed_lines(root_id: str, failed: Sequence[FailedChild]) -> list[str]:
     for child in failed:
         error = f": {cut(child.status.error, 300)}" if child.status.error else ""
         lines.append(f"child {relative(root_id, child.status.job_id)} "
-                     f"{job_state_name(child.status.state).upper()}{error}")
+                     f"{state_word(job_state_name(child.status.state)).upper()}{error}")
         if child.root_cause:
             lines.append(f"  likely root cause: {cut(shown_text(child.root_cause[-1]), 300)}")
     return lines

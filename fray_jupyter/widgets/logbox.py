@@ -2,8 +2,9 @@
 
 Rules:
 
-* The box shows the newest ``max_rows`` rows a reader sees (``views.logtail``: redraws collapsed,
-  colours rendered, URLs as links, everything else inert). Its first fetch is the newest
+* The box shows the newest ``max_rows`` lines a reader sees (``views.logtail``: each task attempt's
+  stream played on a terminal, so bars show as their latest frames; colours rendered, URLs as
+  links, everything else inert). Every fetched page is played after the ones before it. Its first fetch is the newest
   ``TAIL_ROWS`` rows (``tail``), later ones follow the cursor; both carry the filter.
 * The filter runs on the controller: ``substring`` and ``min_level`` (Iris's level names) are sent
   with every fetch; changing either starts the box again from the newest matching rows.
@@ -32,14 +33,15 @@ from typing import TYPE_CHECKING, Any, Final
 import ipywidgets as widgets
 
 from fray_jupyter.client.errors import FrayError
-from fray_jupyter.client.logs import log_line, log_prefix, log_text
+from fray_jupyter.client.logs import log_prefix, log_text
 from fray_jupyter.iris.loglines import LEVELS
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.views.job import note_html
 from fray_jupyter.views.logtail import (
     TRACEBACK,
+    LogScreen,
+    ShownLine,
     collapse,
-    collapse_into,
     log_file_name,
     log_tail_html,
     traceback_rows,
@@ -63,7 +65,9 @@ class LogBox(widgets.VBox):
                  **kwargs: Any) -> None:
         self.client, self.job_id, self.max_rows = client, job_id, max_rows
         self.include_children = include_children
-        self.rows: list[LogEntry] = []
+        self.screen = LogScreen()
+        self.rows: list[ShownLine] = []
+        """The lines shown (the newest ``max_rows`` of ``screen``'s)."""
         self.cursor = 0
         self.unseen = 0
         self._started = False
@@ -98,9 +102,9 @@ class LogBox(widgets.VBox):
         return bool(self.follow_button.value)
 
     def lines(self) -> list[str]:
-        """The rows shown, as ``[task] text`` lines."""
+        """The lines shown, as ``[task] text`` lines (the text as a terminal shows it)."""
         with self._lock:
-            return [log_line(row, self.job_id) for row in self.rows]
+            return [f"{self.label(line.entry)} {line.text}" for line in self.rows]
 
     @staticmethod
     def _new_view(html: str) -> widgets.HTML:
@@ -143,8 +147,9 @@ class LogBox(widgets.VBox):
                 self._started = True
             self.cursor = page.cursor
             if page.entries:
-                collapse_into(self.rows, page.entries)
-                del self.rows[:-self.max_rows]
+                self.screen.feed(page.entries)
+                self.screen.trim(self.max_rows)
+                self.rows = self.screen.shown()[-self.max_rows:]
                 if self.following:
                     self.view.value = self._tail_html()
                 else:
@@ -160,7 +165,7 @@ class LogBox(widgets.VBox):
 
     def _on_filter(self, _change: dict[str, Any]) -> None:
         with self._lock:
-            self.rows.clear()
+            self.screen, self.rows = LogScreen(), []
             self.cursor, self._started = 0, False
             if self.following:
                 self.view.value = self._tail_html()
@@ -186,12 +191,13 @@ class LogBox(widgets.VBox):
             first = found[-1].seq
             rows = collapse(self.client.logs(self.job_id, cursor=first - 1, max_lines=TRACEBACK_ROWS,
                                              include_children=self.include_children).entries)
-            start = next(index for index, row in enumerate(rows) if row.seq == first)
+            start = next(index for index, line in enumerate(rows) if line.entry.seq == first)
             marks = traceback_rows(rows, start)
             self.follow_button.value = False
             self._replace_view(log_tail_html(rows[start:max(marks) + 1], self.label,
                                              marked={index - start for index in marks}))
-            self.note.value = note_html(f"the last traceback ({self.label(rows[start])}); press Jump to latest to follow the log again")
+            self.note.value = note_html(f"the last traceback ({self.label(rows[start].entry)}); "
+                                        "press Jump to latest to follow the log again")
             return True
 
     # -- saving --------------------------------------------------------------------------------

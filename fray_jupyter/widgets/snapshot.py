@@ -28,7 +28,7 @@ from fray_jupyter.client.tree import failed_children, fetch_tree
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.states import is_job_finished
 from fray_jupyter.iris.tree import FailedChild, JobTree
-from fray_jupyter.views.logtail import collapse
+from fray_jupyter.views.logtail import ShownLine, collapse
 from fray_jupyter.views.snapshot import snapshot_html
 from fray_jupyter.widgets.logbox import TAIL_ROWS
 
@@ -92,7 +92,7 @@ def read_snapshot(client: FrayClient, job_id: str, *, settle: float = 0.0) -> Jo
     return JobSnapshot(diagnosis, tree, failed, html)
 
 
-def diagnosed_html(tree: JobTree, diagnosis: Diagnosis | None, rows: Sequence[LogEntry],
+def diagnosed_html(tree: JobTree, diagnosis: Diagnosis | None, rows: Sequence[ShownLine],
                    label: Callable[[LogEntry], str], failed: Sequence[FailedChild], *,
                    beside_panel: bool = True) -> str:
     """``views.snapshot.snapshot_html`` of ``tree`` with what ``diagnosis`` explains of its root (its

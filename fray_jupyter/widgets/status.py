@@ -25,6 +25,9 @@ Rules:
   panel is closed (``close``, or a newer panel for the same job in this kernel), and after
   ``max_failures`` polls in a row failed to reach the controller (gone for good: ``%fray status``
   makes a new panel). So a kernel holds at most one poller per live job.
+* While the job runs, the panel also lists the endpoints its tasks (and its children's) registered
+  (its actors: name, address, task), read with each poll; a controller without an endpoint registry
+  lists none, and a job that has ended has none.
 * Everything the job or controller wrote is HTML-escaped by ``views.job``; the log tail, with its
   filter, follow, traceback and save controls, is ``widgets.logbox``.
 * Cancel asks the controller to terminate the job (and so every job below it) and polls at once;
@@ -33,6 +36,7 @@ Rules:
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 import weakref
@@ -105,6 +109,8 @@ class JobStatusPanel(widgets.VBox):
         self.tree_view = TreeView(job_id, self._follow_logs)
         self.failure = widgets.HTML()
         self.outputs = widgets.HTML()
+        self.endpoints = widgets.HTML()
+        self.endpoint_list: tuple[tuple[str, str, str], ...] = ()
         self.message = widgets.HTML()
         self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="danger",
                                             tooltip="terminate the job and all its tasks")
@@ -112,12 +118,13 @@ class JobStatusPanel(widgets.VBox):
         for widget, name in ((self.header, "header"), (self.progress, "progress"), (self.reason, "reason"),
                              (self.tasks, "tasks"), (self.logs, "logs"), (self.failure, "failure"),
                              (self.diagnostics, "diagnostics"), (self.tree_view, "tree-view"),
-                             (self.outputs, "outputs"), (self.message, "message"), (self.cancel_button, "cancel")):
+                             (self.outputs, "outputs"), (self.endpoints, "endpoints"), (self.message, "message"),
+                             (self.cancel_button, "cancel")):
             widget.add_class(f"fray-status-{name}")
         toolbar = widgets.HBox([self.progress, self.cancel_button], layout=widgets.Layout(align_items="center"))
         style = widgets.HTML(view.STYLE, layout=widgets.Layout(display="none"))  # once, not on every redraw
         super().__init__([style, self.header, toolbar, self.reason, self.failure, self.diagnostics, self.tree_view,
-                          self.tasks, self.outputs, self.logs, self.message],
+                          self.tasks, self.endpoints, self.outputs, self.logs, self.message],
                          **kwargs)
         self.add_class("fray-status-panel")
         if start:
@@ -227,7 +234,10 @@ class JobStatusPanel(widgets.VBox):
             if not (more := self.logs.fetch()):
                 break
             fetched += more
-        changed = (self.diagnosis is None or diagnosis != self.diagnosis or tree != self.tree or fetched > 0)
+        endpoints = self._read_endpoints(status)
+        changed = (self.diagnosis is None or diagnosis != self.diagnosis or tree != self.tree or fetched > 0
+                   or endpoints != self.endpoint_list)
+        self.endpoint_list = endpoints
         if view.is_terminal(status) and status.state != job_pb2.JOB_STATE_SUCCEEDED and (
                 [job.job_id for job in tree.failed()] != [child.status.job_id for child in self.failed_below]):
             self.failed_below = failed_children(self.client, tree)
@@ -286,6 +296,18 @@ class JobStatusPanel(widgets.VBox):
             return False
 
     # -- drawing -----------------------------------------------------------------------------------
+    def _read_endpoints(self, status: job_pb2.JobStatus) -> tuple[tuple[str, str, str], ...]:
+        """``(name, address, task)`` of the endpoints registered under the job, by name (module rules)."""
+        if view.is_terminal(status):
+            return ()
+        try:
+            found = self.client.endpoints(f"{self.job_id}/")
+        except FrayError as error:
+            if error.code == "unimplemented":
+                return ()
+            return self.endpoint_list  # a transient failure: keep what was shown
+        return tuple(sorted((e.name, e.address, e.task_id) for e in found))
+
     def _render(self) -> None:
         diagnosis, tree = self.diagnosis, self.tree
         if diagnosis is None or tree is None:
@@ -300,6 +322,7 @@ class JobStatusPanel(widgets.VBox):
             status.state, "danger" if view.is_terminal(status) else "info")
         self.reason.value = view.pending_html(status, tasks)
         self.tasks.value = view.tasks_html(tasks)
+        self.endpoints.value = endpoints_html(self.endpoint_list)
         self.failure.value = view.failure_html(status, tasks, self.lines) + failed_html(self.job_id, self.failed_below)
         self.diagnostics.value = view.diagnosis_html(status, tasks, diagnosis.limits, diagnosis.root_causes,
                                                      diagnosis.details)
@@ -373,3 +396,13 @@ class JobStatusPanel(widgets.VBox):
 
 _FOLLOWING: weakref.WeakValueDictionary[str, JobStatusPanel] = weakref.WeakValueDictionary()
 """The panel whose poller follows each job id in this kernel (one at a time)."""
+
+
+def endpoints_html(endpoints: tuple[tuple[str, str, str], ...]) -> str:
+    """The panel's endpoints table (``""`` when there are none), every value escaped."""
+    if not endpoints:
+        return ""
+    rows = "".join("<tr>" + "".join(f"<td><code>{html.escape(value)}</code></td>" for value in row) + "</tr>"
+                   for row in endpoints)
+    return (f"<details open><summary>endpoints ({len(endpoints)})</summary><table>"
+            f"<tr><th>name</th><th>address</th><th>task</th></tr>{rows}</table></details>")

@@ -16,10 +16,12 @@ import type {
   IClusterList,
   IControllerStatus,
   IJobDetail,
+  IJobEndpoints,
   IJobOutputs,
   IJobPage,
   IJobQuery,
   ILogPage,
+  ISessionList,
   IUserList
 } from './types';
 
@@ -164,6 +166,11 @@ export function getOutputs(jobId: string): Promise<IJobOutputs> {
   return request<IJobOutputs>(jobPath(jobId, 'outputs'));
 }
 
+/** The endpoints (actors) registered under a job and the jobs below it. */
+export function getEndpoints(jobId: string): Promise<IJobEndpoints> {
+  return request<IJobEndpoints>(jobPath(jobId, 'endpoints'));
+}
+
 /** The URL of one output file (shown inline when it is an image or text, else downloaded). */
 export function outputFileUrl(jobId: string, taskIndex: number, name: string): string {
   return frayUrl([...jobPath(jobId, 'outputs', String(taskIndex)), ...name.split('/').map(encodeURIComponent)]);
@@ -171,9 +178,18 @@ export function outputFileUrl(jobId: string, taskIndex: number, name: string): s
 
 /** The text of one output file. */
 export async function getOutputText(jobId: string, taskIndex: number, name: string): Promise<string> {
-  const response = await ServerConnection.makeRequest(outputFileUrl(jobId, taskIndex, name), {}, ServerConnection.makeSettings());
+  const response = await ServerConnection.makeRequest(
+    outputFileUrl(jobId, taskIndex, name),
+    {},
+    ServerConnection.makeSettings()
+  );
   if (!response.ok) {
     throw new FrayApiError(`${response.status} ${response.statusText}`, response.status, 'http_error');
   }
   return response.text();
+}
+
+/** The sessions (with a host ready) of `user` (null: everyone's). */
+export function getSessions(user: string | null): Promise<ISessionList> {
+  return request<ISessionList>(['sessions'], {}, user ? { user } : {});
 }

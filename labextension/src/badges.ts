@@ -2,7 +2,8 @@
  * Job and task state → badge. Pure (no DOM, no JupyterLab), unit-tested.
  *
  * Rule: states are the server's names (Iris's enum without its prefix, lower-cased:
- * `running`, `worker_failed`…); each maps to a short label and a tone that the stylesheet colours;
+ * `running`, `worker_failed`…); each maps to a short label (the status panel's word for it,
+ * `fray_jupyter/views/words.py`, as `tests/test_labextension.py` checks) and a tone that the stylesheet colours;
  * an unknown name is shown as itself, neutral, so a newer controller never breaks the list.
  */
 
@@ -39,7 +40,7 @@ const BADGES: Readonly<Record<string, IBadge>> = {
   running: { label: 'running', tone: 'active', terminal: false, description: 'Running.' },
   succeeded: { label: 'succeeded', tone: 'success', terminal: true, description: 'Finished successfully.' },
   failed: { label: 'failed', tone: 'danger', terminal: true, description: 'Finished with an error.' },
-  killed: { label: 'cancelled', tone: 'warning', terminal: true, description: 'Stopped before it finished.' },
+  killed: { label: 'killed', tone: 'warning', terminal: true, description: 'Stopped before it finished.' },
   worker_failed: {
     label: 'worker failed',
     tone: 'danger',

@@ -30,7 +30,10 @@ export class ListControls {
       className: 'fj-Segment',
       attrs: { 'aria-pressed': 'false', title: "Every user's root jobs" }
     });
-    this._user = el('select', { className: 'fj-UserPicker', attrs: { 'aria-label': 'Jobs of user', title: 'Jobs of one user' } });
+    this._user = el('select', {
+      className: 'fj-UserPicker',
+      attrs: { 'aria-label': 'Jobs of user', title: 'Jobs of one user' }
+    });
     this._user.addEventListener('focus', () => this.onWantUsers());
     this._user.addEventListener('pointerdown', () => this.onWantUsers());
     this._user.addEventListener('change', () => {

@@ -3,23 +3,23 @@
  */
 import type { IJob, IRetryLimits, ITask } from './types';
 
-/** `75_000` → `"1m 15s"`; `3_900_000` → `"1h 5m"`; under a second → `"0s"`. */
+/** `350` → `"350 ms"`, `4_250` → `"4.2 s"` (tenths cut), `75_000` → `"1m 15s"`, `3_900_000` → `"1h 05m"`:
+ * the status panel's `views/job.py` `duration`, compared on random durations by `tests/test_labextension.py`. */
 export function formatDuration(ms: number): string {
-  const seconds = Math.max(0, Math.floor(ms / 1000));
-  const days = Math.floor(seconds / 86400);
-  const hours = Math.floor((seconds % 86400) / 3600);
-  const minutes = Math.floor((seconds % 3600) / 60);
-  const rest = seconds % 60;
-  if (days) {
-    return `${days}d ${hours}h`;
+  const whole = Math.max(0, Math.round(ms));
+  if (whole < 1000) {
+    return `${whole} ms`;
   }
-  if (hours) {
-    return `${hours}h ${minutes}m`;
+  if (whole < 60_000) {
+    return `${Math.floor(whole / 1000)}.${Math.floor((whole % 1000) / 100)} s`;
   }
-  if (minutes) {
-    return `${minutes}m ${rest}s`;
+  const seconds = Math.floor(whole / 1000);
+  const minutes = Math.floor(seconds / 60);
+  const two = (value: number): string => String(value).padStart(2, '0');
+  if (minutes < 60) {
+    return `${minutes}m ${two(seconds % 60)}s`;
   }
-  return `${rest}s`;
+  return `${Math.floor(minutes / 60)}h ${two(minutes % 60)}m`;
 }
 
 /** How long ago `then` was, relative to `now`: `"just now"`, `"5 min ago"`, `"3 h ago"`, `"2 d ago"`. */

@@ -90,13 +90,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
         return running;
       }
       const visible = panel.isVisible;
-      running = restored.then(() => model.refresh(visible, visible)).finally(() => {
-        running = null;
-        if (again) {
-          again = false;
-          void run();
-        }
-      });
+      running = restored
+        .then(() => model.refresh(visible, visible))
+        .finally(() => {
+          running = null;
+          if (again) {
+            again = false;
+            void run();
+          }
+        });
       return running;
     };
     const refreshNow = (): void => {

@@ -8,7 +8,16 @@ import { Dialog, showDialog } from '@jupyterlab/apputils';
 
 import { getOutputText, outputFileUrl } from './api';
 import { badge, button, el, NEW_TAB } from './dom';
-import { formatAgo, formatBytes, formatDuration, jobDuration, jobRetriesText, progressText, resourcesText } from './format';
+import {
+  formatAgo,
+  formatBytes,
+  formatDuration,
+  jobDuration,
+  jobRetriesText,
+  progressText,
+  resourcesText
+} from './format';
+import { EndpointsView } from './endpoints';
 import { dashboardJobUrl } from './links';
 import { LogView } from './logview';
 import type { IOpenJob, JobsModel } from './model';
@@ -68,7 +77,9 @@ export class JobView {
           el('thead', {
             children: [
               el('tr', {
-                children: ['#', 'State', 'Attempts', 'Exit', 'Note'].map(h => el('th', { text: h, attrs: { scope: 'col' } }))
+                children: ['#', 'State', 'Attempts', 'Exit', 'Note'].map(h =>
+                  el('th', { text: h, attrs: { scope: 'col' } })
+                )
               })
             ]
           }),
@@ -77,6 +88,7 @@ export class JobView {
       }),
       this._outputsHead,
       this._outputs,
+      this._endpoints.node,
       el('h4', { text: 'Log' }),
       this._log.node
     );
@@ -99,6 +111,7 @@ export class JobView {
     this._renderChildren(open);
     this._tasks.replaceChildren(...taskRows(tasks, open.limits, this._tasks, job.status_message));
     this._renderOutputs(open, sameJob);
+    this._endpoints.show(job.job_id, job.terminal);
     this._log.show(open.log, job.terminal);
   }
 
@@ -130,7 +143,9 @@ export class JobView {
       return;
     }
     this._childrenHead.textContent =
-      children.total > children.jobs.length ? `Child jobs (${children.jobs.length} of ${children.total})` : `Child jobs (${children.total})`;
+      children.total > children.jobs.length
+        ? `Child jobs (${children.jobs.length} of ${children.total})`
+        : `Child jobs (${children.total})`;
     this._children.replaceChildren(
       ...children.jobs.map(child =>
         el('li', {
@@ -185,16 +200,20 @@ export class JobView {
       } else if (TEXT.test(file.name) && file.size <= MAX_INLINE_TEXT) {
         const text = el('pre', { className: 'fj-OutputText' });
         text.hidden = true;
-        const show = button('show', () => {
-          text.hidden = !text.hidden;
-          show.textContent = text.hidden ? 'show' : 'hide';
-          if (!text.hidden && !text.textContent) {
-            getOutputText(jobId, index, file.name).then(
-              content => (text.textContent = content),
-              error => (text.textContent = String(error))
-            );
-          }
-        }, { className: 'fj-Link', attrs: { 'aria-label': `Show ${file.name}` } });
+        const show = button(
+          'show',
+          () => {
+            text.hidden = !text.hidden;
+            show.textContent = text.hidden ? 'show' : 'hide';
+            if (!text.hidden && !text.textContent) {
+              getOutputText(jobId, index, file.name).then(
+                content => (text.textContent = content),
+                error => (text.textContent = String(error))
+              );
+            }
+          },
+          { className: 'fj-Link', attrs: { 'aria-label': `Show ${file.name}` } }
+        );
         item.append(' ', show, text);
       }
       list.append(item);
@@ -259,6 +278,7 @@ export class JobView {
   private _facts: HTMLDListElement;
   private _tasks: HTMLTableSectionElement;
   private _log = new LogView();
+  private _endpoints = new EndpointsView();
   private _outputsHead = el('h4', { text: 'Outputs' });
   private _outputs = el('div', { className: 'fj-OutputsView' });
   private _outputsKey = '';

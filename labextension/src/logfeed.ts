@@ -8,7 +8,9 @@
  * The filter (`substring`, `min_level`) is sent with every read, so it runs on the controller.
  * `traceback` finds the job's last row containing `TRACEBACK` (filter cleared), loads the log from
  * there and marks the traceback through its exception line. One read at a time, in call order;
- * `changed` fires after each one that changed anything, `version` counts them.
+ * `changed` fires after each one that changed anything, `version` counts them. `latest`, `open`,
+ * a filter and `traceback` start a new view of the log: an `older` or `newer` asked for before
+ * them, still waiting its turn, is dropped (its page would move the view away from where it went).
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -40,7 +42,7 @@ export interface IMarked {
 export class LogFeed {
   constructor(readonly jobId: string) {}
 
-  readonly window = new LogWindow(MAX_ROWS);
+  readonly window = new LogWindow(MAX_ROWS, PAGE);
   filter: ILogFilter = { substring: '', minLevel: '' };
   marked: IMarked | null = null;
   /** The last read's error ('' when it worked). */
@@ -57,12 +59,8 @@ export class LogFeed {
 
   /** Read the newest rows (what opening the job shows). */
   open(): Promise<boolean> {
-    return this._run(async () => {
-      const page = await this._read(0, { tail: true });
-      this.window.reset(page.entries, page.cursor, page.entries.length < PAGE, true);
-      this.loaded = true;
-      return true;
-    });
+    this._epoch += 1;
+    return this._run(() => this._readTail());
   }
 
   /** Read the rows written since (while the window reaches the newest row); resolves to whether any came. */
@@ -87,8 +85,9 @@ export class LogFeed {
 
   /** Read the page before the first row (once at a time: asking again meanwhile waits for it). */
   older(): Promise<boolean> {
+    const epoch = this._epoch;
     this._older ??= this._run(async () => {
-      if (this.window.atStart || !this.window.rows.length) {
+      if (epoch !== this._epoch || this.window.atStart || !this.window.rows.length) {
         return false;
       }
       const page = await this._read(0, { tail: true, before: this.window.firstSeq });
@@ -100,8 +99,9 @@ export class LogFeed {
 
   /** Read the page after the last row when the window no longer reaches the newest (once at a time). */
   newer(): Promise<boolean> {
+    const epoch = this._epoch;
     this._newer ??= this._run(async () => {
-      if (this.window.atEnd) {
+      if (epoch !== this._epoch || this.window.atEnd) {
         return false;
       }
       const page = await this._read(this.window.lastSeq);
@@ -114,11 +114,8 @@ export class LogFeed {
   /** Show the newest rows again (reading them if the window no longer holds them). */
   async latest(): Promise<void> {
     this.marked = null;
-    if (!this.window.atEnd) {
-      await this.open();
-    } else {
-      this._bump();
-    }
+    this._epoch += 1;
+    await this._run(async () => this.window.atEnd || this._readTail());
   }
 
   /** Filter on the controller: start again from the newest matching rows. */
@@ -131,6 +128,7 @@ export class LogFeed {
 
   /** Load and mark the job's last traceback; resolves to whether there was one. */
   traceback(): Promise<boolean> {
+    this._epoch += 1;
     return this._run(async () => {
       const found = await getLogs(this.jobId, 0, { tail: true, maxLines: 1, substring: TRACEBACK });
       if (!found.entries.length) {
@@ -147,6 +145,14 @@ export class LogFeed {
       this.note = '';
       return true;
     });
+  }
+
+  /** The newest rows, the whole window (what opening shows). */
+  private async _readTail(): Promise<boolean> {
+    const page = await this._read(0, { tail: true });
+    this.window.reset(page.entries, page.cursor, page.entries.length < PAGE, true);
+    this.loaded = true;
+    return true;
   }
 
   private _read(cursor: number, options: { tail?: boolean; before?: number } = {}): Promise<ILogPage> {
@@ -180,6 +186,7 @@ export class LogFeed {
   }
 
   private _queue: Promise<void> = Promise.resolve();
+  private _epoch = 0;
   private _older: Promise<boolean> | null = null;
   private _newer: Promise<boolean> | null = null;
   private _changed = new Signal<this, void>(this);

@@ -47,7 +47,11 @@ const LEVEL_CLASS: ReadonlyMap<string, string> = new Map([
 
 function rowNode(row: IShownRow): HTMLElement {
   const line = row.line;
-  const classes = ['fj-LogLine', line.source === 'stderr' ? 'fj-LogLine-stderr' : '', LEVEL_CLASS.get(line.level) ?? ''];
+  const classes = [
+    'fj-LogLine',
+    line.source === 'stderr' ? 'fj-LogLine-stderr' : '',
+    LEVEL_CLASS.get(line.level) ?? ''
+  ];
   const node = el('div', { className: classes.filter(Boolean).join(' '), attrs: { 'data-seq': String(line.seq) } });
   const task = line.task_id.split('/').pop();
   const label = line.attempt ? `${task}:${line.attempt}` : task;
@@ -185,7 +189,7 @@ export class LogView {
 
   private _onScroll(): void {
     const feed = this._feed;
-    if (!feed) {
+    if (!feed || this._jumping) {
       return;
     }
     const { scrollTop, clientHeight, scrollHeight } = this._scroller;
@@ -211,13 +215,18 @@ export class LogView {
   private _anchorFromScroll(scrollTop = this._scroller.scrollTop): void {
     const rows = this._feed?.window.rows ?? [];
     const index = Math.min(rows.length - 1, Math.floor(scrollTop / ROW_PX));
-    this._anchorSeq = index >= 0 ? rows[index].line.seq : 0;
+    this._anchorSeq = index >= 0 ? rows[index].order : 0;
     this._anchorOffset = scrollTop - Math.max(0, index) * ROW_PX;
   }
 
   private async _jumpToLatest(): Promise<void> {
     this._stick = true;
-    await this._feed?.latest();
+    this._jumping = true; // a scroll event before the newest rows are here must not undo the jump
+    try {
+      await this._feed?.latest(); // its change scrolls to the end: the view still sticks
+    } finally {
+      this._jumping = false;
+    }
   }
 
   private async _jumpToTraceback(): Promise<void> {
@@ -261,6 +270,7 @@ export class LogView {
   private _filter: HTMLInputElement;
   private _level: HTMLSelectElement;
   private _latest: HTMLButtonElement;
+  private _jumping = false;
   private _traceback: HTMLButtonElement;
   private _download: HTMLAnchorElement;
   private _note: HTMLParagraphElement;

@@ -213,7 +213,8 @@ export class JobsModel {
     const detail = await getJob(id);
     const children = await childrenOf(detail.job);
     await open.log.poll();
-    const [outputs, outputsError] = open.outputs === null ? await outputsOf(detail.job) : [open.outputs, open.outputsError];
+    const [outputs, outputsError] =
+      open.outputs === null ? await outputsOf(detail.job) : [open.outputs, open.outputsError];
     if (this.open?.job.job_id !== id) {
       return; // closed or switched meanwhile
     }

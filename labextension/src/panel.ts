@@ -17,6 +17,7 @@ import { ROW_PX, treeRowKey, treeRowNode } from './rows';
 import type { IRowContext } from './rows';
 import { isFiltered, listTitle, MAX_LIST_OFFSET, PAGE_SIZE, pastDeepestPage } from './scope';
 import type { IView } from './scope';
+import { SessionsView } from './sessions';
 import type { TreeRow } from './tree';
 import { WindowedList } from './vlist';
 
@@ -73,6 +74,7 @@ export class JobsPanel extends Widget {
     this._listView = el('div', {
       className: 'fj-ListView',
       children: [
+        this._sessions.node,
         this._controls.node,
         this._heading,
         this._list.node,
@@ -113,6 +115,7 @@ export class JobsPanel extends Widget {
     super.onAfterShow(msg);
     void this._clusters.load();
     this.onRefresh();
+    this._sessions.refresh();
     this._visibilityChanged.emit(true);
   }
 
@@ -124,6 +127,7 @@ export class JobsPanel extends Widget {
   dispose(): void {
     this._controls.dispose();
     this._list.dispose();
+    this._sessions.dispose();
     this.model.changed.disconnect(this._render, this);
     super.dispose();
   }
@@ -136,7 +140,9 @@ export class JobsPanel extends Widget {
   }
 
   private _page(direction: number): void {
-    this._setView({ offset: Math.min(MAX_LIST_OFFSET, Math.max(0, this.model.listing.view.offset + direction * PAGE_SIZE)) });
+    this._setView({
+      offset: Math.min(MAX_LIST_OFFSET, Math.max(0, this.model.listing.view.offset + direction * PAGE_SIZE))
+    });
   }
 
   private get _rowContext(): IRowContext {
@@ -172,6 +178,7 @@ export class JobsPanel extends Widget {
       return;
     }
     this._renderList();
+    this._sessions.refresh();
   }
 
   private _renderList(): void {
@@ -194,7 +201,8 @@ export class JobsPanel extends Widget {
     this._newer.hidden = view.offset === 0;
     const deepest = page?.has_more === true && pastDeepestPage(view.offset);
     this._older.hidden = !page?.has_more || deepest;
-    this._summary.textContent = page && page.total ? `${view.offset + 1}–${view.offset + jobs.length} of ${page.total.toLocaleString()}` : '';
+    this._summary.textContent =
+      page && page.total ? `${view.offset + 1}–${view.offset + jobs.length} of ${page.total.toLocaleString()}` : '';
     this._deep.hidden = !deepest;
     this._deep.textContent = deepest
       ? `Iris pages no deeper than ${MAX_LIST_OFFSET.toLocaleString()} jobs: search by name or filter by state to reach older ones.`
@@ -216,5 +224,9 @@ export class JobsPanel extends Widget {
   private _listView: HTMLDivElement;
   private _jobView: JobView;
   private _clusters: ClusterSwitcher;
+  private _sessions = new SessionsView(
+    () => this.model.me,
+    () => this.isVisible && !this._listView.hidden
+  );
   private _visibilityChanged = new Signal<this, boolean>(this);
 }

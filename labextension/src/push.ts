@@ -100,7 +100,11 @@ export class PushStream implements IDisposable {
     let failed = false;
     try {
       const settings = ServerConnection.makeSettings();
-      const response = await ServerConnection.makeRequest(frayUrl(['events'], settings), { signal: abort.signal }, settings);
+      const response = await ServerConnection.makeRequest(
+        frayUrl(['events'], settings),
+        { signal: abort.signal },
+        settings
+      );
       if (!response.ok || !response.body) {
         throw new Error(`${response.status}`);
       }

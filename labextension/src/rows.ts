@@ -66,7 +66,10 @@ export function diagnosisLine(job: IJob): { text: string; tone: 'error' | 'waiti
 export function taskBar(job: IJob): HTMLSpanElement {
   const segments = taskSegments(job);
   const text = segmentsText(segments);
-  const bar = el('span', { className: 'fj-TaskBar', attrs: { role: 'img', 'aria-label': `Tasks: ${text}`, title: text } });
+  const bar = el('span', {
+    className: 'fj-TaskBar',
+    attrs: { role: 'img', 'aria-label': `Tasks: ${text}`, title: text }
+  });
   for (const segment of segments) {
     const part = el('span', { className: 'fj-Seg', attrs: { 'data-state': segment.state } });
     part.style.width = `${(segment.share * 100).toFixed(2)}%`;
@@ -107,7 +110,9 @@ function jobRowNode(job: IJob, depth: number, expanded: boolean, ctx: IRowContex
       type: 'button',
       'data-part': 'main',
       'data-job-id': job.job_id,
-      title: [job.job_id, job.pending_reason && !job.terminal ? job.pending_reason : '', job.error].filter(Boolean).join('\n\n'),
+      title: [job.job_id, job.pending_reason && !job.terminal ? job.pending_reason : '', job.error]
+        .filter(Boolean)
+        .join('\n\n'),
       'aria-label': `${label}, ${badgeFor(job.state).label}`
     },
     children: [
@@ -158,24 +163,44 @@ export function treeRowNode(row: TreeRow, ctx: IRowContext): HTMLElement {
     case 'job':
       return jobRowNode(row.job, row.depth, row.expanded, ctx);
     case 'loading':
-      return indented(row.depth, [el('span', { className: 'fj-Muted fj-TreeNote', text: 'Loading child jobs…' })], 'fj-TreeRow fj-TreeRow-note');
+      return indented(
+        row.depth,
+        [el('span', { className: 'fj-Muted fj-TreeNote', text: 'Loading child jobs…' })],
+        'fj-TreeRow fj-TreeRow-note'
+      );
     case 'error':
-      return indented(row.depth, [
-        el('span', { className: 'fj-JobRow-error fj-TreeNote', text: `Cannot list the child jobs: ${row.message}`, attrs: { title: row.message } }),
-        button('Retry', () => ctx.onRetry(row.parent), { className: 'fj-Link', attrs: { 'data-part': 'main' } })
-      ], 'fj-TreeRow fj-TreeRow-note');
+      return indented(
+        row.depth,
+        [
+          el('span', {
+            className: 'fj-JobRow-error fj-TreeNote',
+            text: `Cannot list the child jobs: ${row.message}`,
+            attrs: { title: row.message }
+          }),
+          button('Retry', () => ctx.onRetry(row.parent), { className: 'fj-Link', attrs: { 'data-part': 'main' } })
+        ],
+        'fj-TreeRow fj-TreeRow-note'
+      );
     case 'more':
-      return indented(row.depth, [
-        row.capped
-          ? el('span', {
-              className: 'fj-Muted fj-TreeNote',
-              text: `${row.shown.toLocaleString()} of ${row.total.toLocaleString()} child jobs shown: Iris lists no more of one job; search by name to find the others.`
-            })
-          : button(`Show more child jobs (${row.shown.toLocaleString()} of ${row.total.toLocaleString()})`, () => ctx.onMore(row.parent), {
-              className: 'fj-Link',
-              attrs: { 'data-part': 'main' }
-            })
-      ], 'fj-TreeRow fj-TreeRow-note');
+      return indented(
+        row.depth,
+        [
+          row.capped
+            ? el('span', {
+                className: 'fj-Muted fj-TreeNote',
+                text: `${row.shown.toLocaleString()} of ${row.total.toLocaleString()} child jobs shown: Iris lists no more of one job; search by name to find the others.`
+              })
+            : button(
+                `Show more child jobs (${row.shown.toLocaleString()} of ${row.total.toLocaleString()})`,
+                () => ctx.onMore(row.parent),
+                {
+                  className: 'fj-Link',
+                  attrs: { 'data-part': 'main' }
+                }
+              )
+        ],
+        'fj-TreeRow fj-TreeRow-note'
+      );
   }
 }
 

@@ -1,11 +1,11 @@
 /**
  * The open job's tasks, as much as the controller says about each: its state, attempts and exit
  * code, why it waits or failed, and below it (when there is any) the status text it reports
- * (Levanter's step, loss, ETA and W&B link: web addresses as links), the likely root cause of a
- * failure (Iris's highlights, the exception line last and in bold), and every attempt — each retry
- * is one — with what they charged against the job's limits. Everything job-provided is rendered
- * as the log view renders a line (`ansi.ts`: colours kept, other escapes dropped, `http(s)`
- * addresses as links opened in a new tab with `noopener`), never as HTML.
+ * (Levanter's step, loss, ETA and W&B link: markdown, as the panel shows it, `statustext.ts`), the
+ * likely root cause of a failure (Iris's highlights, the exception line last and in bold), and
+ * every attempt — each retry is one — with what they charged against the job's limits. Everything
+ * else job-provided is rendered as the log view renders a line (`ansi.ts`: colours kept, other
+ * escapes dropped, `http(s)` addresses as links opened in a new tab with `noopener`), never as HTML.
  *
  * Rule: what the user opened (a `<details>`) stays open across refreshes of the same job.
  */
@@ -13,6 +13,7 @@ import { lineSpans } from './ansi';
 import { isActive } from './badges';
 import { badge, el, spanNode } from './dom';
 import { formatDuration, taskRetriesText } from './format';
+import { statusSpans } from './statustext';
 import type { IAttempt, IRetryLimits, ITask } from './types';
 
 /** `text` as a log line shows it (`ansi.ts`: colours, links, no raw escapes), line by line. */
@@ -25,14 +26,20 @@ export function linkedText(text: string): DocumentFragment {
 }
 
 function details(summary: string, key: string, open: ReadonlySet<string>, body: HTMLElement): HTMLDetailsElement {
-  const node = el('details', { className: 'fj-TaskMore', attrs: { 'data-key': key }, children: [el('summary', { text: summary }), body] });
+  const node = el('details', {
+    className: 'fj-TaskMore',
+    attrs: { 'data-key': key },
+    children: [el('summary', { text: summary }), body]
+  });
   node.open = open.has(key);
   return node;
 }
 
 function attemptItem(attempt: IAttempt): HTMLLIElement {
   const ran =
-    attempt.started_ms !== null && attempt.finished_ms !== null ? formatDuration(attempt.finished_ms - attempt.started_ms) : '';
+    attempt.started_ms !== null && attempt.finished_ms !== null
+      ? formatDuration(attempt.finished_ms - attempt.started_ms)
+      : '';
   return el('li', {
     className: 'fj-Attempt',
     children: [
@@ -40,8 +47,11 @@ function attemptItem(attempt: IAttempt): HTMLLIElement {
       badge(attempt.state),
       el('span', {
         className: 'fj-Muted',
-        text: [attempt.finished_ms !== null ? ` exit ${attempt.exit_code}` : '', ran ? ` ran ${ran}` : '', attempt.worker_failure ? ' worker lost' : '']
-          .join('')
+        text: [
+          attempt.finished_ms !== null ? ` exit ${attempt.exit_code}` : '',
+          ran ? ` ran ${ran}` : '',
+          attempt.worker_failure ? ' worker lost' : ''
+        ].join('')
       }),
       attempt.error ? el('div', { className: 'fj-Wrap fj-Muted', text: attempt.error }) : null
     ]
@@ -54,11 +64,11 @@ function taskExtras(task: ITask, limits: IRetryLimits, open: ReadonlySet<string>
   const label = task.index === null ? task.task_id : String(task.index);
   if (task.status_summary || task.status_text) {
     const summary = el('div', { className: 'fj-StatusText fj-Wrap' });
-    summary.append(linkedText(task.status_summary || task.status_text.split('\n')[0]));
+    summary.append(...statusSpans(task.status_summary || task.status_text.split('\n')[0]).map(spanNode));
     extras.push(summary);
     if (task.status_text && task.status_text.trim() !== task.status_summary.trim()) {
       const full = el('pre', { className: 'fj-StatusText-full' });
-      full.append(linkedText(task.status_text));
+      full.append(...statusSpans(task.status_text).map(spanNode));
       extras.push(details('Full status', `status:${label}`, open, full));
     }
   }
@@ -73,7 +83,9 @@ function taskExtras(task: ITask, limits: IRetryLimits, open: ReadonlySet<string>
   }
   if (task.attempts > 1 || task.failure_count || task.preemption_count) {
     const list = el('ol', { className: 'fj-Attempts', children: task.history.map(attemptItem) });
-    extras.push(details(`${task.attempts} attempts: ${taskRetriesText(task, limits)}`, `attempts:${label}`, open, list));
+    extras.push(
+      details(`${task.attempts} attempts: ${taskRetriesText(task, limits)}`, `attempts:${label}`, open, list)
+    );
   }
   return extras;
 }
@@ -87,7 +99,9 @@ export function taskRows(
   jobNote = ''
 ): HTMLTableRowElement[] {
   const open = new Set(
-    [...container.querySelectorAll<HTMLDetailsElement>('details[data-key]')].filter(d => d.open).map(d => d.dataset.key ?? '')
+    [...container.querySelectorAll<HTMLDetailsElement>('details[data-key]')]
+      .filter(d => d.open)
+      .map(d => d.dataset.key ?? '')
   );
   return tasks.flatMap(task => {
     const note = el('td', { className: 'fj-Wrap' });

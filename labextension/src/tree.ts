@@ -134,7 +134,12 @@ export class JobTree {
       .join('\n');
   }
 
-  private _childRows(parent: string, depth: number, rows: TreeRow[], walk: (jobs: readonly IJob[], depth: number) => void): void {
+  private _childRows(
+    parent: string,
+    depth: number,
+    rows: TreeRow[],
+    walk: (jobs: readonly IJob[], depth: number) => void
+  ): void {
     const children = this._children.get(parent);
     if (!children || (!children.loaded && !children.error)) {
       rows.push({ kind: 'loading', parent, depth });

@@ -182,3 +182,34 @@ export interface ITaskOutputs {
 export interface IJobOutputs {
   tasks: ITaskOutputs[];
 }
+
+/** One endpoint a task registered (an actor): its name, where it is served, the task serving it. */
+export interface IEndpoint {
+  name: string;
+  address: string;
+  task_id: string;
+}
+
+/** `GET /fray/jobs/<id>/endpoints`: the endpoints registered under the job (its children's too). */
+export interface IJobEndpoints {
+  endpoints: IEndpoint[];
+}
+
+/** One session: its job, slice, hosts ready, whether a cell runs, idle time, and all of it as one line. */
+export interface ISessionRow {
+  job_id: string;
+  name: string;
+  state: string;
+  device: string;
+  hosts: number;
+  ready: number;
+  running: boolean;
+  idle_ms: number | null;
+  releases_in_ms: number | null;
+  line: string;
+}
+
+/** `GET /fray/sessions`: the sessions with a host ready. */
+export interface ISessionList {
+  sessions: ISessionRow[];
+}

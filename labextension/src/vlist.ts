@@ -16,7 +16,13 @@ export const OVERSCAN = 8;
 const UNMEASURED_ROWS = 24;
 
 /** `[start, end)` of the rows to render for a viewport `[scrollTop, scrollTop + height)`. */
-export function windowRange(scrollTop: number, height: number, rowPx: number, count: number, overscan = OVERSCAN): [number, number] {
+export function windowRange(
+  scrollTop: number,
+  height: number,
+  rowPx: number,
+  count: number,
+  overscan = OVERSCAN
+): [number, number] {
   const visible = height > 0 ? height : UNMEASURED_ROWS * rowPx;
   const start = Math.max(0, Math.floor(Math.max(0, scrollTop) / rowPx) - overscan);
   const end = Math.min(count, Math.ceil((Math.max(0, scrollTop) + visible) / rowPx) + overscan);

@@ -25,7 +25,7 @@ test('tones: success green, failures red, cancel amber, running active', () => {
   assert.equal(badgeFor('worker_failed').tone, 'danger');
   assert.equal(badgeFor('unschedulable').tone, 'danger');
   assert.equal(badgeFor('killed').tone, 'warning');
-  assert.equal(badgeFor('killed').label, 'cancelled');
+  assert.equal(badgeFor('killed').label, 'killed');
   assert.equal(badgeFor('running').tone, 'active');
   assert.equal(badgeFor('pending').tone, 'neutral');
 });

@@ -6,11 +6,30 @@ import type { IJob } from '../src/types';
 
 function job(id: string, state: string, extra: Partial<IJob> = {}): IJob {
   return {
-    job_id: `/alice/${id}`, parent_job_id: '', has_children: false, name: id, user: 'alice', state,
+    job_id: `/alice/${id}`,
+    parent_job_id: '',
+    has_children: false,
+    name: id,
+    user: 'alice',
+    state,
     terminal: !['pending', 'running', 'building'].includes(state),
-    replicas: 2, completed: 0, task_state_counts: {}, failure_count: 0, preemption_count: 0, pending_reason: '',
-    status_message: '', error: '', exit_code: 0, submitted_ms: 1000, started_ms: null, finished_ms: null,
-    device: 'cpu', cpu_millicores: 1000, memory_bytes: 0, disk_bytes: 0, ...extra
+    replicas: 2,
+    completed: 0,
+    task_state_counts: {},
+    failure_count: 0,
+    preemption_count: 0,
+    pending_reason: '',
+    status_message: '',
+    error: '',
+    exit_code: 0,
+    submitted_ms: 1000,
+    started_ms: null,
+    finished_ms: null,
+    device: 'cpu',
+    cpu_millicores: 1000,
+    memory_bytes: 0,
+    disk_bytes: 0,
+    ...extra
   };
 }
 
@@ -25,19 +44,28 @@ test('fingerprint changes with state and progress, not with unrelated fields', (
 test('an active job that reaches a terminal state is reported once', () => {
   const watcher = new JobWatcher(500, 'alice');
   assert.deepEqual(watcher.update([job('a', 'running')]), []);
-  assert.deepEqual(watcher.update([job('a', 'succeeded')]).map(j => j.name), ['a']);
+  assert.deepEqual(
+    watcher.update([job('a', 'succeeded')]).map(j => j.name),
+    ['a']
+  );
   assert.deepEqual(watcher.update([job('a', 'succeeded')]), []);
 });
 
 test('jobs finished before watching started never notify; quick new ones do', () => {
   const watcher = new JobWatcher(5000, null);
   assert.deepEqual(watcher.update([job('old', 'failed', { submitted_ms: 1000 })]), []);
-  assert.deepEqual(watcher.update([job('quick', 'failed', { submitted_ms: 6000 })]).map(j => j.name), ['quick']);
+  assert.deepEqual(
+    watcher.update([job('quick', 'failed', { submitted_ms: 6000 })]).map(j => j.name),
+    ['quick']
+  );
 });
 
 test("only the user's jobs notify", () => {
   const watcher = new JobWatcher(0, 'alice');
   watcher.update([job('mine', 'running'), job('theirs', 'running', { user: 'bob' })]);
   const done = watcher.update([job('mine', 'killed'), job('theirs', 'killed', { user: 'bob' })]);
-  assert.deepEqual(done.map(j => j.name), ['mine']);
+  assert.deepEqual(
+    done.map(j => j.name),
+    ['mine']
+  );
 });

@@ -15,12 +15,13 @@ import {
 } from '../src/format';
 
 test('durations', () => {
-  assert.equal(formatDuration(0), '0s');
-  assert.equal(formatDuration(999), '0s');
+  assert.equal(formatDuration(0), '0 ms');
+  assert.equal(formatDuration(350), '350 ms');
+  assert.equal(formatDuration(4_299), '4.2 s');
   assert.equal(formatDuration(75_000), '1m 15s');
-  assert.equal(formatDuration(3_900_000), '1h 5m');
-  assert.equal(formatDuration(90_000_000), '1d 1h');
-  assert.equal(formatDuration(-5), '0s');
+  assert.equal(formatDuration(3_900_000), '1h 05m');
+  assert.equal(formatDuration(90_000_000), '25h 00m');
+  assert.equal(formatDuration(-5), '0 ms');
 });
 
 test('relative times', () => {

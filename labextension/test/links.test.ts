@@ -15,7 +15,9 @@ interface IVectors {
 }
 
 // compiled to lib/unit/test/: the repository's root is four levels up
-const VECTORS: IVectors = JSON.parse(readFileSync(resolve(__dirname, '../../../../tests/data/dashboard_links.json'), 'utf8'));
+const VECTORS: IVectors = JSON.parse(
+  readFileSync(resolve(__dirname, '../../../../tests/data/dashboard_links.json'), 'utf8')
+);
 
 test("a job's dashboard link is Iris's, for every vector", () => {
   assert.ok(VECTORS.cases.length >= 10);

@@ -19,7 +19,10 @@ test('each cluster has its own view and expanded parents', () => {
   assert.deepEqual([listing.view.who, listing.view.name, listing.tree.expanded], ['mine', '', []]);
   listing.setView({ who: 'user', user: 'bob' });
   assert.equal(listing.useCluster(''), true);
-  assert.deepEqual([listing.view.who, listing.view.name, listing.tree.expanded], ['everyone', 'eval', ['/alice/coord']]);
+  assert.deepEqual(
+    [listing.view.who, listing.view.name, listing.tree.expanded],
+    ['everyone', 'eval', ['/alice/coord']]
+  );
   assert.equal(listing.useCluster(''), false);
   const saved = listing.saved();
   assert.deepEqual(Object.keys(saved.views).sort(), ['', 'twin']);

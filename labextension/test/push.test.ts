@@ -15,6 +15,8 @@ test('complete frames become events and an incomplete tail is kept for the next 
 });
 
 test('CRLF framing, multi-line data and garbage', () => {
-  const parsed = parseEvents('data: {"kind":\r\ndata: "error","message":"down"}\r\n\r\ndata: not json\n\ndata: {"x":1}\n\n');
+  const parsed = parseEvents(
+    'data: {"kind":\r\ndata: "error","message":"down"}\r\n\r\ndata: not json\n\ndata: {"x":1}\n\n'
+  );
   assert.deepEqual(parsed.events, [{ kind: 'error', message: 'down' }]);
 });

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { DEFAULT_VIEW, listTitle, MAX_LIST_OFFSET, pageQuery, parseSaved, pastDeepestPage, saveable } from '../src/scope';
+import {
+  DEFAULT_VIEW,
+  listTitle,
+  MAX_LIST_OFFSET,
+  pageQuery,
+  parseSaved,
+  pastDeepestPage,
+  saveable
+} from '../src/scope';
 
 test("mine is the current user's roots, Iris's way; everyone drops the user; a picked user is theirs", () => {
   assert.deepEqual(pageQuery(DEFAULT_VIEW, 'alice'), { scope: 'roots', user: 'alice', offset: 0, limit: 50 });
@@ -15,7 +23,12 @@ test("mine is the current user's roots, Iris's way; everyone drops the user; a p
 
 test('a search or a state filter runs on the server over every depth; offsets stop at Iris’s cap', () => {
   assert.deepEqual(pageQuery({ ...DEFAULT_VIEW, name: 'eval', state: 'running' }, 'alice'), {
-    scope: 'all', user: 'alice', state: 'running', name: 'eval', offset: 0, limit: 50
+    scope: 'all',
+    user: 'alice',
+    state: 'running',
+    name: 'eval',
+    offset: 0,
+    limit: 50
   });
   assert.equal(pageQuery({ ...DEFAULT_VIEW, offset: 99999 }, 'a').offset, MAX_LIST_OFFSET);
   assert.equal(pastDeepestPage(4950), false);
@@ -29,7 +42,10 @@ test('a saved view round-trips, and anything malformed in the state DB is droppe
   assert.deepEqual(parseSaved(null), {});
   assert.deepEqual(parseSaved({ views: { a: { who: 'root' }, b: 7, c: { ...saved, expanded: 'no' } } }), {});
   assert.deepEqual(parseSaved({ views: { a: { ...saved, expanded: ['/x', 3] } } }).a.expanded, ['/x']);
-  const many = saveable(DEFAULT_VIEW, Array.from({ length: 500 }, (_, i) => `/a/${i}`)).expanded;
+  const many = saveable(
+    DEFAULT_VIEW,
+    Array.from({ length: 500 }, (_, i) => `/a/${i}`)
+  ).expanded;
   assert.equal(many.length, 200);
   assert.equal(many[199], '/a/499'); // the most recently expanded are kept
 });

@@ -11,16 +11,37 @@ import type { IJob, IJobPage } from '../src/types';
 
 function job(id: string, hasChildren = false): IJob {
   return {
-    job_id: id, parent_job_id: id.split('/').length > 3 ? id.slice(0, id.lastIndexOf('/')) : '', has_children: hasChildren,
-    name: id.slice(id.lastIndexOf('/') + 1), user: 'alice', state: 'running', terminal: false, replicas: 1, completed: 0,
-    task_state_counts: {}, failure_count: 0, preemption_count: 0, pending_reason: '', status_message: '', error: '',
-    exit_code: 0, submitted_ms: 1, started_ms: null, finished_ms: null, device: 'cpu', cpu_millicores: 1000,
-    memory_bytes: 0, disk_bytes: 0
+    job_id: id,
+    parent_job_id: id.split('/').length > 3 ? id.slice(0, id.lastIndexOf('/')) : '',
+    has_children: hasChildren,
+    name: id.slice(id.lastIndexOf('/') + 1),
+    user: 'alice',
+    state: 'running',
+    terminal: false,
+    replicas: 1,
+    completed: 0,
+    task_state_counts: {},
+    failure_count: 0,
+    preemption_count: 0,
+    pending_reason: '',
+    status_message: '',
+    error: '',
+    exit_code: 0,
+    submitted_ms: 1,
+    started_ms: null,
+    finished_ms: null,
+    device: 'cpu',
+    cpu_millicores: 1000,
+    memory_bytes: 0,
+    disk_bytes: 0
   };
 }
 
 /** A fake controller: children by parent, and every call it answered. */
-function controller(children: Record<string, IJob[]>): { calls: string[]; fetch: (p: string, o: number, l: number) => Promise<IJobPage> } {
+function controller(children: Record<string, IJob[]>): {
+  calls: string[];
+  fetch: (p: string, o: number, l: number) => Promise<IJobPage>;
+} {
   const calls: string[] = [];
   return {
     calls,
@@ -82,7 +103,14 @@ test('past 500 children a "more" row reads the next page, and a refresh re-reads
   await tree.toggle('/alice/wide');
   let rows = tree.rows([root]);
   assert.equal(rows.length, 1 + 500 + 1);
-  assert.deepEqual(rows[rows.length - 1], { kind: 'more', parent: '/alice/wide', depth: 1, shown: 500, total: 1200, capped: false });
+  assert.deepEqual(rows[rows.length - 1], {
+    kind: 'more',
+    parent: '/alice/wide',
+    depth: 1,
+    shown: 500,
+    total: 1200,
+    capped: false
+  });
   await tree.more('/alice/wide');
   rows = tree.rows([root]);
   assert.equal(rows.filter(r => r.kind === 'job').length, 1 + 1000);

@@ -1,9 +1,13 @@
 """Browser-test fixtures: one real JupyterLab per session and base URL, pytest-playwright's page on
 Debian Chromium, and a watch on every page for errors from our extension. Run this folder in its own
-pytest invocation (env-recipes.md G6): ``pytest tests/ui``.
+pytest invocation (``pytest tests/ui``): pytest-jupyter's autouse event-loop fixtures, active in the
+server tests, close a loop Playwright's sync API still runs.
 
-Every test runs twice: with the server at the root (``[root]``), then under
-``--ServerApp.base_url=/user/alice/`` (``[hub]``, as JupyterHub serves a user's server); ``-k root``
+Every test runs with the server at the root (``[root]``). The tests marked ``hub`` run again under
+``--ServerApp.base_url=/user/alice/`` (``[hub]``, as JupyterHub serves a user's server): those whose
+pages call every kind of URL the extension builds (REST, the live feed, downloads, output files,
+named clusters, Notebook 7), where a path that forgets the base URL shows up as a failed request.
+One run at the root proves the rest, which do not depend on where the server is mounted. ``-k root``
 or ``-k hub`` picks one. Each base URL has its own server, started before its first test."""
 
 from __future__ import annotations
@@ -16,6 +20,23 @@ from frontend_errors import FrontendErrors
 from labserver import Lab, launch_args, running_lab
 
 BASE_URLS: Final[dict[str, str]] = {"root": "/", "hub": "/user/alice/"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``hub`` marker: the test also runs under the JupyterHub-style base URL."""
+    config.addinivalue_line("markers", "hub: also run under the base URL /user/alice/ (JupyterHub)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep a test's ``[hub]`` run only when the test is marked ``hub``."""
+    keep, drop = [], []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        under_hub = params is not None and params.params.get("base_url") == BASE_URLS["hub"]
+        (drop if under_hub and item.get_closest_marker("hub") is None else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session", params=list(BASE_URLS.values()), ids=list(BASE_URLS))
@@ -41,7 +62,17 @@ def frontend_errors(request: pytest.FixtureRequest, base_url: str) -> Iterator[F
     watch = FrontendErrors(base_url)
     watch.attach(request.getfixturevalue("page"))
     yield watch
-    assert not watch.problems, "the frontend went wrong:\n" + "\n".join(watch.problems)
+    assert not watch.problems, "the frontend went wrong:\n" + "\n".join(watch.problems) + server_errors(request, watch)
+
+
+def server_errors(request: pytest.FixtureRequest, watch: FrontendErrors) -> str:
+    """For an HTTP 500 among the problems: the server log's last uncaught exception, which says why."""
+    if not any(problem.startswith("HTTP 500") for problem in watch.problems) or "lab" not in request.fixturenames:
+        return ""
+    log = request.getfixturevalue("lab").root.parent / "lab.log"  # running_lab's log, beside the notebooks
+    text = log.read_text(errors="replace") if log.exists() else ""
+    start = text.rfind("Uncaught exception")
+    return "\n\nthe server's log:\n" + text[start:start + 6000] if start >= 0 else ""
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,13 @@
 """A real, hermetic ``jupyter lab`` on 127.0.0.1 for browser tests and the picker bench, and the
-Debian Chromium launch settings (env-recipes.md: G4 root, G5 news toast, G10 wrapper, G13 data dirs).
-Never ``playwright install``: Playwright drives the system's /usr/bin/chromium."""
+Debian Chromium launch settings. Never ``playwright install``: Playwright drives the system's
+/usr/bin/chromium (``/usr/lib/chromium/chromium`` where it exists: the ``/usr/bin`` wrapper prints a
+harmless shell error on some mounts).
+
+What keeps the server hermetic and quiet: ``--allow-root`` (CI runs as root, and JupyterLab exits at
+start-up as root without it); the "official Jupyter news" toast, which covers the bottom-right corner
+and which ``--LabApp.news_url=None`` does not remove, is turned off by a user-settings file
+(``notification.jupyterlab-settings``) under ``JUPYTERLAB_SETTINGS_DIR``; every Jupyter data, runtime
+and workspace dir is under the test's own folder, and deleted files are not moved to a trash folder."""
 
 from __future__ import annotations
 

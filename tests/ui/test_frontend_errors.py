@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import pytest
 from frontend_errors import FrontendErrors
 from labserver import Lab
 from playwright.sync_api import Page
 
 
+@pytest.mark.hub
 def test_the_watch_reports_404s_urls_outside_the_base_url_and_our_console_errors(
         lab: Lab, page: Page, base_url: str, frontend_errors: FrontendErrors) -> None:
     page.route("**/fray/status", lambda route: route.fulfill(status=503, body="{}"))

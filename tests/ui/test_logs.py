@@ -9,12 +9,12 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
 from jobs_fixtures import SIDEBAR_ID, jobs_controller, lab_client  # noqa: F401  (fixtures)
 from labserver import Lab
 from magic_fixtures import lab_controller  # noqa: F401 - fixture
+from pages import LOAD, row, run_cells, show_sidebar
 from playwright.sync_api import Locator, Page, expect
-from test_magic import LOAD, run_cells
-from test_sidebar import row, show_sidebar
 
 from fray_jupyter.client import FrayClient
 from tests.logjobs import EXCEPTION_LINE, WANDB, many_lines_script, python_job, researcher_script
@@ -99,10 +99,13 @@ def test_the_status_panel_shows_colours_and_one_progress_line(
     assert "training done" in text
 
 
+SIDEBAR_PAGE = 1000
+"""Rows the sidebar reads per page (``PAGE`` in labextension/src/logfeed.ts)."""
 TASKS, LINES_PER_TASK = 4, 50_000
 """A 200,000-line log, each task well within the controller's per-task cap (100,000 by default)."""
 
 
+@pytest.mark.hub
 def test_a_200000_line_log_keeps_a_few_hundred_dom_rows_while_scrolled_and_downloads_whole(
         lab: Lab, page: Page, lab_client: FrayClient) -> None:  # noqa: F811
     job_id = lab_client.submit(python_job(f"long-{uuid.uuid4().hex[:6]}", many_lines_script(LINES_PER_TASK),
@@ -114,15 +117,17 @@ def test_a_200000_line_log_keeps_a_few_hundred_dom_rows_while_scrolled_and_downl
                                                              timeout=30_000)
     latest = view.get_by_role("button", name="Jump to latest")
     expect(latest).to_be_hidden()
+    newest = int(logs.locator(".fj-LogLine").last.get_attribute("data-seq") or 0)
     first_seen = []
     for _ in range(3):  # scroll to the top three times: each reads the page before
-        logs.evaluate("node => { node.scrollTop = 0; }")
-        first = logs.locator(".fj-LogLine").first
+        before = int(logs.locator(".fj-LogLine").first.get_attribute("data-seq") or 0)  # read before the scroll:
+        logs.evaluate("node => { node.scrollTop = 0; }")  # the older page may be shown by the next line
         page.wait_for_function("([node, seq]) => Number(node.querySelector('.fj-LogLine').dataset.seq) < seq",
-                               arg=[logs.element_handle(), int(first.get_attribute("data-seq") or 0)])
+                               arg=[logs.element_handle(), before])
         first_seen.append(int(logs.locator(".fj-LogLine").first.get_attribute("data-seq") or 0))
         assert logs.locator(".fj-LogLine").count() <= MOST_DOM_ROWS
     assert first_seen == sorted(first_seen, reverse=True)
+    assert first_seen[-1] < newest - 1.5 * SIDEBAR_PAGE  # older pages were read: opening reads the newest one
     expect(latest).to_be_visible()
     assert page.evaluate("() => document.querySelectorAll('.fj-LogLine').length") <= MOST_DOM_ROWS
     latest.click()

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labserver import KERNEL_IDLE, Lab
+from labserver import Lab
 from magic_fixtures import lab_controller  # noqa: F401 - fixture
-from playwright.sync_api import Locator, Page, expect
+from pages import LOAD, run_cells
+from playwright.sync_api import Page, expect
 
-LOAD = "%load_ext fray_jupyter.magics"
 PER_TASK = ("%%fray --replicas 2 --name ui-hello\n"
             "from fray_jupyter import task_info\n"
             "print('hello from task', task_info().task_index, '<b>not bold</b>')")
@@ -17,19 +17,6 @@ LONG = ("%%fray --name ui-long\n"
         "import time\n"
         "print('working', flush=True)\n"
         "time.sleep(300)")
-
-
-def run_cells(page: Page, url: str, count: int) -> Locator:
-    """Open the notebook alone (``reset``: the workspace would reopen earlier notebooks), wait for
-    its kernel, run its first ``count`` cells in order, and return the notebook's panel."""
-    page.goto(f"{url}&reset")
-    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-    notebook = page.locator(".jp-NotebookPanel")
-    expect(notebook).to_have_count(1)
-    notebook.locator(".jp-Cell .jp-InputArea-editor").first.click()
-    for _ in range(count):
-        page.keyboard.press("Shift+Enter")
-    return notebook
 
 
 def test_the_panel_reaches_succeeded_with_every_tasks_logs(

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from jobs_fixtures import SIDEBAR_ID, jobs_controller, lab_client  # noqa: F401  (fixtures)
 from labserver import KERNEL_IDLE, Lab
+from pages import LOAD, row, run_cells
 from playwright.sync_api import Page, expect
-from test_magic import LOAD, run_cells
-from test_sidebar import row
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.planning import plan
@@ -71,6 +71,7 @@ def test_fray_cells_show_a_preview_a_status_panel_at_succeeded_and_the_jobs_tabl
     expect(notebook.locator(".jp-OutputArea-output table.fray-jobs")).to_contain_text(f"/alice/{name}")
 
 
+@pytest.mark.hub
 def test_the_sidebar_opens_from_the_view_menu_and_follows_a_notebook_job(
         lab: Lab, page: Page, lab_client: FrayClient) -> None:  # noqa: F811
     name = f"nb7-steps-{uuid.uuid4().hex[:6]}"

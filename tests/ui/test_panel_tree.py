@@ -8,8 +8,8 @@ import uuid
 
 from labserver import Lab
 from magic_fixtures import lab_controller  # noqa: F401 - fixture
+from pages import LOAD, run_cells
 from playwright.sync_api import Page, expect
-from test_magic import LOAD, run_cells
 
 COORDINATOR = """%%fray --name {name}
 import sys, time

@@ -14,8 +14,8 @@ import nbformat
 import pytest
 from labserver import KERNEL_IDLE, Lab
 from magic_fixtures import lab_controller  # noqa: F401 - fixture
+from pages import LOAD, run_cells
 from playwright.sync_api import Page, expect
-from test_magic import LOAD, run_cells
 
 SAVED = "() => { const w = window.jupyterapp.shell.currentWidget; return w && !w.context.model.dirty; }"
 

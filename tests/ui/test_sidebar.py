@@ -8,9 +8,11 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
 from jobs_fixtures import SIDEBAR_ID, jobs_controller, lab_client, launch_raw  # noqa: F401  (fixtures)
 from labserver import KERNEL_IDLE, Lab, run_first_cell
-from playwright.sync_api import Locator, Page, Route, expect
+from pages import row, show_sidebar
+from playwright.sync_api import Page, Route, expect
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.iris.proto import job_pb2
@@ -37,20 +39,6 @@ def submit_cell(long_name: str, short_name: str) -> str:
         f"short_id = client.submit(plan(job('{short_name}', 'sleep 4; echo done', 1)))\n"
         "print(long_id, short_id)\n"
     )
-
-
-def show_sidebar(page: Page) -> None:
-    """Open the sidebar once JupyterLab has restored its layout (every plugin has added its panels)."""
-    page.wait_for_function("() => window.jupyterapp?.restored")
-    page.evaluate("async () => { await window.jupyterapp.restored; }")
-    expect(page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab[title='Fray Jobs']")).to_have_count(1)
-    page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
-    expect(page.locator(f"#{SIDEBAR_ID}")).to_be_visible()
-
-
-def row(page: Page, job_id: str) -> Locator:
-    """The job's row in the sidebar list."""
-    return page.locator(f".fj-JobRow[data-job-id='{job_id}']")
 
 
 def test_a_notebook_job_is_listed_survives_a_kernel_restart_and_is_cancelled(
@@ -89,10 +77,10 @@ def test_a_notebook_job_is_listed_survives_a_kernel_restart_and_is_cancelled(
     dialog = page.locator(".jp-Dialog")
     expect(dialog).to_contain_text(long_id)
     dialog.locator(".jp-Dialog-button.jp-mod-warn").click()
-    expect(view.locator(".fj-JobView-head .fj-Badge")).to_have_text("cancelled", timeout=20_000)
+    expect(view.locator(".fj-JobView-head .fj-Badge")).to_have_text("killed", timeout=20_000)
     assert lab_client.status(long_id).state == job_pb2.JOB_STATE_KILLED
     expect(view.get_by_role("button", name="Cancel job")).to_be_disabled()
-    expect(page.get_by_text(f"Fray job {long_name} cancelled")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(f"Fray job {long_name} killed")).to_be_visible(timeout=30_000)
 
 
 def test_job_provided_text_renders_as_text(lab: Lab, page: Page, jobs_controller: ControllerInfo,  # noqa: F811
@@ -153,6 +141,7 @@ IDLE_S = 60
 for a timer poll to have backed off to its 30 s maximum (what pushed updates replace)."""
 
 
+@pytest.mark.hub
 def test_a_kernel_job_appears_and_ends_in_the_open_sidebar_at_once(
         lab: Lab, page: Page, lab_client: FrayClient) -> None:  # noqa: F811
     name = f"live-{uuid.uuid4().hex[:6]}"
@@ -189,6 +178,7 @@ def test_a_kernel_job_appears_and_ends_in_the_open_sidebar_at_once(
     assert ended_ms <= 1500, f"shown succeeded {ended_ms} ms after it ended"
 
 
+@pytest.mark.hub
 def test_the_open_job_lists_its_output_files_with_images_and_text_inline(
         lab: Lab, page: Page, lab_client: FrayClient) -> None:  # noqa: F811
     name = f"outputs-{uuid.uuid4().hex[:6]}"

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from jobs_fixtures import SIDEBAR_ID
 from labserver import Lab, running_lab
+from pages import show_sidebar
 from playwright.sync_api import Page, expect
-from test_sidebar import show_sidebar
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.clusters import CLUSTER_ENV, MARIN_CLUSTER_ENV
@@ -28,7 +28,7 @@ from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
 from tests.marin_home import TWIN_MANIFEST, marin_home
 
-pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+pytestmark = [pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason())), pytest.mark.hub]
 
 
 @pytest.fixture

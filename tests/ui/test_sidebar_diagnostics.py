@@ -11,9 +11,8 @@ import uuid
 
 from jobs_fixtures import SIDEBAR_ID, jobs_controller, lab_client, launch_raw  # noqa: F401  (fixtures)
 from labserver import Lab
+from pages import LONG, launch_child, row, show_sidebar, wait_running
 from playwright.sync_api import Page, expect
-from test_sidebar import row, show_sidebar
-from test_sidebar_tree import LONG, launch_child, wait_running
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.iris.proto import job_pb2

@@ -17,9 +17,8 @@ import httpx
 import pytest
 from jobs_fixtures import SIDEBAR_ID, lab_runtime_file
 from labserver import Lab
+from pages import saved_view, show_sidebar
 from playwright.sync_api import Locator, Page, expect
-from test_sidebar import show_sidebar
-from test_sidebar_tree import saved_view
 
 from fray_jupyter.runtime_file import read_runtime_file, write_runtime_file
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
@@ -127,6 +126,9 @@ def test_the_arrow_keys_move_focus_row_by_row_past_the_rendered_window(lab: Lab,
     show_sidebar(page)
     sidebar = page.locator(f"#{SIDEBAR_ID}")
     expect(sidebar.locator(".fj-Pager .fj-Muted")).to_have_text("1–50 of 200", timeout=20_000)
+    # A new workspace's main area gets a Launcher after the layout is restored, and activating it
+    # takes keyboard focus: wait for that, or it takes the focus from the row mid-way.
+    page.wait_for_function("() => document.activeElement?.closest('.jp-Launcher') != null")
     scroller = sidebar.locator(".fj-JobScroll")
     sidebar.locator(f".fj-JobRow[data-job-id='/{ME}/coordinator-01990']").focus()
     for _ in range(30):

@@ -14,38 +14,19 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
 from jobs_fixtures import SIDEBAR_ID, jobs_controller, lab_client, launch_raw  # noqa: F401  (fixtures)
 from labserver import Lab
+from pages import LONG, launch_child, row, saved_view, show_sidebar, wait_running
 from playwright.sync_api import Page, expect
-from test_sidebar import row, show_sidebar
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.runtime_file import ControllerInfo
 from tests.controller_harness import launch_request
 
-LONG = "sleep 300"
 
-
-def launch_child(info: ControllerInfo, parent: str, name: str, command: str = LONG) -> str:
-    """Launch ``<parent>/<name>`` as the parent's task would (Iris's child-job naming)."""
-    request = launch_request("child", command)  # Fray's name rules are the client's, not Iris's
-    request.name = f"{parent}/{name}"
-    return launch_raw(info, request)
-
-
-def wait_running(client: FrayClient, job_id: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while client.state([job_id])[job_id] != job_pb2.JOB_STATE_RUNNING:
-        assert time.monotonic() < deadline, f"{job_id} is not running after {timeout} s"
-        time.sleep(0.05)
-
-
-def saved_view(page: Page, lab: Lab, workspace: str) -> str:
-    """The workspace as JupyterLab's server stores it (the state DB's entries included), as text."""
-    return page.request.get(f"{lab.url}/lab/api/workspaces/{workspace}?token={lab.token}").text()
-
-
+@pytest.mark.hub
 def test_a_coordinator_is_one_root_whose_children_and_grandchildren_follow_live_and_die_with_it(
         lab: Lab, page: Page, jobs_controller: ControllerInfo, lab_client: FrayClient) -> None:  # noqa: F811
     tag = uuid.uuid4().hex[:6]
