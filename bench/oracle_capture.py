@@ -1,4 +1,5 @@
-"""Time the conformance oracle: wall time per ``Oracle.capture`` over a mix of Fray configs.
+"""Time the conformance oracle: wall time per ``Oracle.capture`` over a mix of Fray configs (goal:
+median at most ``GOAL_MEDIAN_MS``, so the conformance suite's hundreds of captures stay cheap).
 
 Run: ``.venv/bin/python bench/oracle_capture.py [N]`` (default N = 2000 captures).
 """
@@ -10,10 +11,16 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "conformance"))
 
 from fray.types import ANY_REGION, Entrypoint, EnvironmentConfig, JobRequest, ResourceConfig
 from oracle import Oracle
+
+from bench.results import Figure, record
+
+BENCH = "oracle_capture"
+GOAL_MEDIAN_MS = 25.0
 
 
 def _configs() -> list[JobRequest]:
@@ -60,6 +67,10 @@ def main(n: int) -> None:
         f"{n} captures over {len(jobs)} configs: total {sum(times):.2f} s, "
         f"median {statistics.median(ms):.2f} ms, p95 {ms[int(0.95 * (n - 1))]:.2f} ms, max {ms[-1]:.2f} ms"
     )
+    median = statistics.median(ms)
+    passed = median <= GOAL_MEDIAN_MS
+    print(f"capture (median): {median:.2f} ms [goal ≤ {GOAL_MEDIAN_MS:g} ms: {'pass' if passed else 'MISS'}]")
+    record(Figure(BENCH, "capture (median)", f"{median:.2f} ms", f"≤ {GOAL_MEDIAN_MS:g} ms", passed))
 
 
 if __name__ == "__main__":

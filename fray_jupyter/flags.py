@@ -44,6 +44,8 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     job.add_argument("--name", metavar="NAME", help="job name (no spaces or '/')")
     job.add_argument("-e", "--env", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                      help="environment variable (repeatable)")
+    job.add_argument("--extra", action="append", default=[], metavar="NAME",
+                     help="dependency extra of the workspace, e.g. gpu (repeatable)")
     job.add_argument("--image", metavar="IMAGE", help="task container image")
     job.add_argument("--priority", metavar="BAND", help="interactive, batch, production, or 0-4")
     job.add_argument("--max-retries", type=int, default=0, metavar="N", help="retries per task on failure")
@@ -134,7 +136,8 @@ def job_from_args(ns: argparse.Namespace, entrypoint: Entrypoint, *, default_nam
         raise ValueError(f"{base_name} cannot be combined with {', '.join(given)}; "
                          "set those on the ResourceConfig instead")
     resources = base if base is not None else _resources(ns)
-    environment = EnvironmentConfig(workspace=os.getcwd(), env_vars=dict(ns.env)) if ns.env else None
+    environment = (EnvironmentConfig(workspace=os.getcwd(), env_vars=dict(ns.env), extras=list(ns.extra))
+                   if ns.env or ns.extra else None)
     fields: dict[str, Any] = {
         "name": ns.name or default_name, "entrypoint": entrypoint, "resources": resources, "environment": environment,
         "replicas": ns.replicas, "max_retries_failure": ns.max_retries, "max_task_failures": ns.max_task_failures,

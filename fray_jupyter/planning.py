@@ -12,6 +12,7 @@ from google.protobuf import json_format, text_format
 
 from fray_jupyter.iris.constraints import Constraint
 from fray_jupyter.iris.coscheduling import TaskGroup, task_groups
+from fray_jupyter.iris.marin_versions import follows_line, installed_marin, version_warnings
 from fray_jupyter.iris.parent import ParentJob, parent_job
 from fray_jupyter.iris.placement import gang_error
 from fray_jupyter.iris.request import EnvVar, LaunchJobRequest, Translation, translate
@@ -27,12 +28,14 @@ class Plan:
 
     Per-replica figures are as sent (after the CPU floor); ``replicas`` is after Iris's TPU
     adjustment; ``groups`` partition the task indices as Iris places them (one gang for a
-    coscheduled job); ``errors`` say why Iris will never place it, whatever the cluster.
+    coscheduled job); ``errors`` say why Iris will never place it, whatever the cluster;
+    ``marin`` is the Marin version the warnings compare with (``iris.marin_versions``).
     """
 
     translation: Translation
     groups: tuple[TaskGroup, ...]
     request_bytes: bytes
+    marin: str | None = None
 
     # -- identity ----------------------------------------------------------------------------------
     @property
@@ -130,8 +133,14 @@ class Plan:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """One sentence per change made that the job did not spell out."""
-        return self.translation.warnings
+        """One sentence per change made that the job did not spell out; then, when ``marin`` is older
+        than the Marin this plan follows, what that version does differently with this job."""
+        return self.translation.warnings + version_warnings(self.translation.request, self.marin)
+
+    @property
+    def follows(self) -> str:
+        """Which Marin this plan follows, and which is installed (one line)."""
+        return follows_line(self.marin)
 
     @cached_property
     def errors(self) -> tuple[str, ...]:
@@ -183,6 +192,7 @@ def plan(
     bundle: bytes = b"",
     runtime_setup: str | None = None,
     parent: ParentJob | Literal["task"] | None = "task",
+    marin: str | None | Literal["installed"] = "installed",
 ) -> Plan:
     """The ``Plan`` for ``job`` (fray-jupyter's ``JobRequest`` or Marin's ``fray.types.JobRequest``)
     submitted by ``user`` (default: ``$IRIS_USER``, else the OS user), with ``bundle`` (a workspace
@@ -190,10 +200,12 @@ def plan(
     runtime-deps script, for a named cluster) after the job's setup scripts. As with Iris's own
     client, a job planned inside an Iris task is a child of the task's job (``parent="task"``: read
     from this process's environment, ``iris.parent``); pass a ``ParentJob``, or None for a root job.
+    ``marin`` is the Marin version to warn against (default: the installed one; None: none).
     Raises ``ValueError`` with a message for anything Fray or Iris would reject."""
     resolved = parent_job() if parent == "task" else parent
     translation = translate(coerce(job, JobRequest), user=user, existing_job_policy=existing_job_policy,
                             revision_date=revision_date, bundle=bundle, runtime_setup=runtime_setup,
                             parent=resolved)
     groups = task_groups(translation.job.resources, translation.replicas, translation.coscheduling)
-    return Plan(translation, groups, translation.request.SerializeToString())
+    return Plan(translation, groups, translation.request.SerializeToString(),
+                installed_marin() if marin == "installed" else marin)

@@ -13,11 +13,28 @@ find_python() {
   return 1
 }
 
-# make_venv DIR: create DIR with $PYTHON unless it exists with the same Python version.
+# venv_dir: the venv for $PYTHON's version, one per version: .venv for 3.12 (the tests' own),
+# .venv-3.13 or .venv-3.11 for a lab on another.
+venv_dir() {
+  local version
+  version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  if [ "$version" = 3.12 ]; then echo .venv; else echo ".venv-$version"; fi
+}
+
+# make_venv DIR: create DIR with $PYTHON, or reuse it when it holds the same Python version. A DIR of
+# another version (or no working Python) is never removed: that is an error naming the command to run.
 make_venv() {
   local want have
-  want=$("$PYTHON" -c 'import sys; print(sys.version_info[:2])')
-  have=$("$1/bin/python" -c 'import sys; print(sys.version_info[:2])' 2>/dev/null || true)
-  if [ "$want" != "$have" ]; then rm -rf "$1"; "$PYTHON" -m venv "$1"; fi
+  want=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  if [ -e "$1" ]; then
+    have=$("$1/bin/python" -c 'import sys; print("Python %d.%d" % sys.version_info[:2])' 2>/dev/null ||
+      echo "no working Python")
+    if [ "Python $want" != "$have" ]; then
+      echo "error: $1 holds $have, not Python $want; remove it (rm -rf $1) and run $0 again" >&2
+      return 1
+    fi
+  else
+    "$PYTHON" -m venv "$1"
+  fi
   "$1/bin/python" -m pip install --quiet --upgrade pip 2>&1 | grep -v "is ignored" || true
 }

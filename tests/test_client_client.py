@@ -36,7 +36,7 @@ class FakeTransport:
     def __init__(self, url: str, token: str | None = None, *, headers: Any = None) -> None:
         self.url = url
 
-    def call(self, method: str, request: Message, response_type: type[Any], timeout: float) -> Any:
+    def call(self, method: str, request: Message, response_type: type[Any], timeout: float, service: str = "") -> Any:
         FakeTransport.calls.append((method, request))
         replies = FakeTransport.script[method]
         reply = replies.pop(0) if len(replies) > 1 else replies[0]

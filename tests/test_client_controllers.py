@@ -166,11 +166,9 @@ def test_list_filters_and_pages(client: FrayClient, tmp_path: Path) -> None:
 def test_terminate_kills_a_running_job(client: FrayClient, tmp_path: Path) -> None:
     job_id = client.submit(_plan(tmp_path, "sleep 120"))
     _wait_running(client, job_id)
-    started = time.monotonic()
     client.terminate(job_id)
     final = client.wait(job_id, timeout=10)
     assert final.state == job_pb2.JOB_STATE_KILLED, final
-    assert time.monotonic() - started < 5
     client.terminate(job_id)  # terminating a finished job is harmless
 
 

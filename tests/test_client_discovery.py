@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,6 @@ import pytest
 
 from fray_jupyter.client import discovery
 from fray_jupyter.client.discovery import (
-    START_TIMEOUT,
     TOKEN_ENV,
     URL_ENV,
     connect,
@@ -176,12 +174,11 @@ def test_a_runtime_file_naming_a_live_unrelated_pid_is_stale(dirs: tuple[Path, P
 def test_a_controller_that_dies_is_reported_with_its_log(dirs: tuple[Path, Path],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     use_command(monkeypatch, "import sys; print('port already taken'); sys.exit(3)")
-    started = time.monotonic()
     with pytest.raises(ControllerStartFailed) as caught:
         connect()
-    message = str(caught.value)
+    message = str(caught.value)  # the exit itself is reported, not a start timeout
     assert "exited with code 3: port already taken" in message and "controller.log" in message
-    assert "\n" not in message and time.monotonic() - started < 5
+    assert "\n" not in message
 
 
 def test_a_controller_that_never_gets_ready_is_stopped(dirs: tuple[Path, Path],
@@ -194,13 +191,11 @@ def test_a_controller_that_never_gets_ready_is_stopped(dirs: tuple[Path, Path],
 
 def test_connect_auto_starts_the_embedded_controller_once(dirs: tuple[Path, Path]) -> None:
     runtime_file, state = dirs
-    started = time.monotonic()
     with connect() as first:
         assert first.list().total == 0
-    took = time.monotonic() - started
     info = read_runtime_file(runtime_file)
     assert info is not None and first.url == info.url and os.getsid(info.pid) == info.pid
-    assert (state / "controller.log").exists() and took < START_TIMEOUT
+    assert (state / "controller.log").exists()
     with connect() as second, connect(info.grpc_url) as over_grpc:
         assert second.list().total == over_grpc.list().total == 0
     assert read_runtime_file(runtime_file) == info  # reused, not restarted

@@ -3,6 +3,7 @@ a page a newcomer reads in five minutes, pointing only at files that exist."""
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -39,7 +40,9 @@ class _Links(HTMLParser):
                 self.ids.add(value)
 
 
+@functools.cache
 def _parse(page: Path) -> _Links:
+    """A built page's links and ids, parsed once (a page is the target of many links)."""
     parser = _Links()
     parser.feed(page.read_text())
     return parser

@@ -158,7 +158,7 @@ def test_sizes_fray_accepts_give_the_bytes_fray_sends(size: str, expected: int) 
     assert parse_size(size) == expected
     request = planned(ResourceConfig(ram=size, disk=size)).request
     assert request.resources.memory_bytes == request.resources.disk_bytes == expected
-    iris_types = pytest.importorskip("iris.cluster.types", reason="needs marin-iris (Python >= 3.12)")
+    from iris.cluster import types as iris_types
     assert iris_types.parse_memory_string(size) == expected
 
 

@@ -20,7 +20,7 @@ import pytest
 from tests.import_graph import loaded_by, modules
 
 HEAVY: Final = ("pydantic", "httpx", "grpc", "uvicorn", "ipywidgets", "IPython", "jupyter_server", "cloudpickle",
-                "fray_jupyter.resources.config", "fray_jupyter.planning", "fray_jupyter.controller.server")
+                "pyarrow", "fray_jupyter.resources.config", "fray_jupyter.planning", "fray_jupyter.controller.server")
 """What costs a start-up: large libraries, the pydantic models, the plan, the controller's server."""
 MODELS: Final = frozenset({"pydantic", "cloudpickle", "fray_jupyter.resources.config"})
 NETWORK: Final = frozenset({"httpx", "grpc"})
@@ -55,7 +55,13 @@ BUDGET: Final[dict[str, frozenset[str]]] = {
     "fray_jupyter.magics": frozenset({"IPython"}),
     "fray_jupyter.magics.submission": MODELS | {"IPython", "fray_jupyter.planning"},
     "fray_jupyter.widgets": MODELS | NETWORK | {"ipywidgets", "fray_jupyter.planning"},
-    "fray_jupyter.fray_client": MODELS | NETWORK | {"fray_jupyter.planning"},
+    "fray_jupyter.actors": NETWORK | {"cloudpickle"},
+    "fray_jupyter.actors.server": NETWORK | {"cloudpickle", "uvicorn"},
+    "fray_jupyter.fray_protocol": MODELS | NETWORK | {"fray_jupyter.planning"},
+    # a session plans its job and talks to its hosts as actors; the magics load it on first use
+    "fray_jupyter.session.session": MODELS | NETWORK | {"cloudpickle", "uvicorn", "fray_jupyter.planning"},
+    "fray_jupyter.session.serve": NETWORK | {"cloudpickle", "uvicorn"},
+    "fray_jupyter.magics.session": MODELS | NETWORK | {"IPython", "cloudpickle", "uvicorn", "fray_jupyter.planning"},
 }
 """Module (and, unless listed itself, every module under it) → the heavy names it may load."""
 

@@ -1,5 +1,5 @@
-"""Placement constraints (fray-iris.md §3.4, §3.5 step 5): Fray's order, Iris's encoding
-(lowercasing, EQ vs IN, EXISTS), the ANY-region marker and its stripping."""
+"""Placement constraints (Fray's ``convert_constraints``, then ``IrisClient.submit``): Fray's order,
+Iris's encoding (lowercasing, EQ vs IN, EXISTS), the ANY-region marker and its stripping."""
 
 from __future__ import annotations
 

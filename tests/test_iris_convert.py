@@ -1,5 +1,5 @@
-"""Fray -> Iris conversion (fray-iris.md §3.2, §3.3, §3.5, §3.8, §3.9): resources and the CPU
-floor, devices, environment, entrypoints (run for real in a subprocess), the multi-GPU wrap,
+"""Fray -> Iris conversion (Fray's ``fray.iris_backend`` converters, Iris's ``to_proto``s): resources and
+the CPU floor, devices, environment, entrypoints (run for real in a subprocess), the multi-GPU wrap,
 ``adjust_tpu_replicas`` and the slice-topology env vars."""
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def test_capture_writes_a_zstd_tar_with_size_and_sha256(tmp_path: Path) -> None:
 
 
 def test_our_capture_matches_iris_capture_byte_for_byte(tmp_path: Path) -> None:
-    capture_module = pytest.importorskip("iris.cluster.runtime.output_capture")
+    from iris.cluster.runtime import output_capture as capture_module
     from iris.rpc import job_pb2 as iris_job_pb2  # type: ignore[import-untyped]
     from rigging.filesystem.storage_path import StoragePath  # type: ignore[import-untyped]
     from rigging.timing import Deadline, Duration  # type: ignore[import-untyped]
@@ -119,7 +119,7 @@ def test_a_url_whose_filesystem_is_not_installed_names_the_package(monkeypatch: 
 
 
 def test_other_fsspec_urls_are_read(tmp_path: Path) -> None:
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
     record = outputs.capture(_tree(tmp_path / "out"), tmp_path / "a" / outputs.ARCHIVE_NAME)
     with fsspec.open("memory://fray/outputs.tar.zst", "wb") as stream:
         stream.write(read_archive(record))

@@ -1,5 +1,5 @@
-"""``translate`` / ``build_launch_request`` (fray-iris.md §3.1, §3.5, §3.10): the Iris client
-steps, user and job id, revision date, policies, container profile, priority, timeout, env
+"""``translate`` / ``build_launch_request`` (Fray's ``FrayIrisClient.submit``, ``IrisClient.submit``): the
+Iris client steps, user and job id, revision date, policies, container profile, priority, timeout, env
 sources and the warning for every silent change."""
 
 from __future__ import annotations

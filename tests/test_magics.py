@@ -151,7 +151,7 @@ def test_a_job_that_never_fits_is_shown_and_refused_unless_forced(ip: Interactiv
 
 
 def test_resources_may_be_marins_own_resource_config(ip: InteractiveShell) -> None:
-    marin = pytest.importorskip("fray.types", reason="needs marin-fray (Python >= 3.12)")
+    from fray import types as marin
     ip.user_ns["marin_rc"] = marin.ResourceConfig.with_tpu("v5p-8", slice_count=2)
     fray(ip, "--dry-run --resources marin_rc -o from_marin", "print(1)\n")
     fray(ip, "--dry-run --tpu v5p-8 --slices 2 -o from_flags", "print(1)\n")

@@ -41,7 +41,7 @@ def test_multi_slice_tpu_plan() -> None:
     assert p.hbm_bytes == 32 * 32 * GIB
     assert p.peak_flops == 275e12 * 32
     assert p.group_by == "tpu-name"
-    assert [g.tasks for g in p.groups] == [(0, 1, 2, 3, 4, 5, 6, 7)]  # one gang (iris-twin.md §3)
+    assert [g.tasks for g in p.groups] == [(0, 1, 2, 3, 4, 5, 6, 7)]  # one gang, as Iris places it
     assert len(p.errors) == 1 and p.errors[0].startswith(
         "a v4-32 slice has 4 VMs: this 8-task gang can never be placed by Iris 0.2.227")
     assert "v4-64" in p.errors[0] and "2 separate v4-32 jobs" in p.errors[0]
@@ -61,7 +61,7 @@ def test_multi_slice_tpu_plan() -> None:
 
 @pytest.mark.parametrize(("variant", "slices", "replicas"), [("v5p-16", 1, 2), ("v4-32", 1, 4), ("v5p-8", 2, 2)])
 def test_placeable_tpu_shapes_have_no_errors(variant: str, slices: int, replicas: int) -> None:
-    """iris-twin.md §3: v5p-16 and v4-32 x 1 run as one gang; v5p-8 x 2 as two independent tasks."""
+    """As on the genuine Iris: v5p-16 and v4-32 x 1 run as one gang; v5p-8 x 2 as two independent tasks."""
     p = plan(job(RC.with_tpu(variant, slice_count=slices)), user="alice")
     assert p.replicas == replicas and p.errors == ()
     assert [g.gang for g in p.groups] == ([True] if p.group_by else [False] * replicas)

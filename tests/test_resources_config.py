@@ -172,7 +172,7 @@ def test_with_cpu() -> None:
     assert (rc.cpu, rc.ram, rc.disk) == (4, "16g", "64g")
 
 
-# -- scale (real-marin.md §3 i) ---------------------------------------------------------------------
+# -- scale (Fray's ResourceConfig.scale) -----------------------------------------------------------
 
 
 def test_scale_all_three() -> None:

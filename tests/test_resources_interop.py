@@ -1,7 +1,7 @@
 """Interop: Marin's own ``fray.types`` objects are accepted wherever fray-jupyter takes its own.
 
 The shape-based tests run without Marin's packages (a dataclass whose module is under ``fray``);
-the rest use the installed marin-fray when it is importable."""
+the rest use the installed marin-fray (a test dependency)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import dataclasses
 from datetime import timedelta
 
 import pytest
+from fray import types as ft
 from pydantic import ValidationError
 
 from fray_jupyter import plan
@@ -66,10 +67,6 @@ def test_plan_rejects_what_is_not_a_job() -> None:
 
 
 # -- with Marin's real fray.types -------------------------------------------------------------------
-
-ft = pytest.importorskip(
-    "fray.types", reason="interop with Marin's objects needs marin-fray (Python >= 3.12)"
-)
 
 
 def test_real_job_request_converts_field_by_field() -> None:

@@ -85,7 +85,7 @@ def test_parse_size_rejects_with_one_line_naming_the_value(bad: object, shown: s
     assert "\n" not in message
 
 
-# scale_size: Fray's ``_scale_byte_size`` (real-marin.md §3 i and fray-iris.md §1.3).
+# scale_size: Fray's ``_scale_byte_size`` (binary units; a factor of exactly 1.0 keeps the text).
 @pytest.mark.parametrize(
     ("size", "factor", "expected"),
     [

@@ -327,10 +327,11 @@ class DifferencesDirective(GeneratedDirective):
                   ("PLACEMENT_DEPENDENT_FOR_CPU_JOBS", "Variables compared for accelerator jobs only"),
                   ("LOCAL_RUNTIME_ONLY", "Artefacts of Iris's local process runtime, left out"),
                   ("CASE_DIFFERENCES", "Corpus jobs that differ in some aspect"),
-                  ("COORDINATOR_DIFFERENCES", "Coordinator trees and child-job calls that differ"))
+                  ("COORDINATOR_DIFFERENCES", "Coordinator trees and child-job calls that differ"),
+                  ("ACTOR_DIFFERENCES", "Actor scenarios that differ"))
         for name, title in tables:
-            table: dict[Any, str] = getattr(module, name)
-            rows = [(literal(str(key)), text(why)) for key, why in table.items()]
+            table: dict[Any, Any] = getattr(module, name)
+            rows = [(literal(str(key)), text(why if isinstance(why, str) else why.why)) for key, why in table.items()]
             lines += [f".. rubric:: {title}", ""]
             lines += list_table(("name", "why"), rows, "25 75") if rows else ["None.", ""]
         return lines

@@ -27,11 +27,17 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final, NamedTuple, Protocol, Self, TypeVar, cast
 
+from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from fray_jupyter.client.errors import AuthenticationFailed, ControllerUnreachable, FrayError, JobNotFound
+from fray_jupyter.client.errors import (
+    AuthenticationFailed,
+    ControllerUnreachable,
+    FrayError,
+    InvalidRequest,
+    JobNotFound,
+)
 from fray_jupyter.client.logs import (
-    LOG_SERVICE_PATH,
     LogPage,
     LogQuery,
     fetch_logs_body,
@@ -39,12 +45,12 @@ from fray_jupyter.client.logs import (
     from_task_logs,
     task_logs_request,
 )
-from fray_jupyter.client.status_text import QUERY_PATH as STATUS_QUERY_PATH
 from fray_jupyter.client.status_text import StatusText, status_text_sql, status_texts
-from fray_jupyter.client.transport import ConnectTransport, Transport, open_transport
+from fray_jupyter.client.transport import SERVICE, ConnectTransport, Transport, open_transport
 from fray_jupyter.cluster.profile import ClusterProfile, ProfileError, profile_from_json
 from fray_jupyter.iris.budget import band_value
 from fray_jupyter.iris.loglines import LEVELS, min_level_value
+from fray_jupyter.iris.marin_versions import SECRETS_SINCE
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
 from fray_jupyter.iris.proto.job_pb2 import JobStatus, TaskStatus
@@ -57,6 +63,13 @@ from fray_jupyter.iris.states import (
     task_job,
 )
 from fray_jupyter.iris.user import resolve_user
+from fray_jupyter.iris.wire import (
+    CHANGE_FEED_PATH,
+    CLUSTER_PROFILE_PATH,
+    ENDPOINT_SERVICE,
+    FETCH_LOGS_PATH,
+    STATS_QUERY_PATH,
+)
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
@@ -75,18 +88,19 @@ SORT_FIELDS: Final[dict[str, Controller.JobSortField]] = {
     "preemptions": Controller.JOB_SORT_FIELD_PREEMPTIONS,
 }
 
-CHANGE_FEED_PATH: Final[str] = "/fray.jupyter.ChangeFeed/WaitForChanges"
-"""The embedded controller's own long poll (``controller.changes.FEED_PATH``; the client does
-not import the controller)."""
-CLUSTER_PROFILE_PATH: Final[str] = "/fray.jupyter.ClusterProfile/GetClusterProfile"
-"""The embedded controller's own report of its cluster profile (``controller.connect_app.PROFILE_PATH``)."""
 POLL_FIRST: Final[float] = 0.05
 POLL_MAX: Final[float] = 2.0
 LOG_PAGE_LINES: Final[int] = 5000
 """Rows per page of ``log_pages``."""
+_NO_SECRETS_FIELD: Final[str] = 'has no field named "secrets"'
+"""How protobuf's JSON parser refuses ``secrets`` in an Iris that lacks the field."""
 LOG_DRAIN_GRACE: Final[float] = 0.2
-"""Seconds ``follow`` waits after seeing the job finish before its last fetch: task output reaches
-a real Iris controller's log store asynchronously."""
+"""Seconds ``follow`` waits after seeing the job finish before its last fetch, where the controller
+serves ``GetTaskLogs`` (the embedded one stores a task's rows before the task ends)."""
+LOG_SERVICE_DRAIN_GRACE: Final[float] = 1.5
+"""The same, where logs come from Iris's log service: a worker sends its rows in batches once a
+second (finelog's flush interval), so a task's last batch can arrive a second after Iris reports it
+finished. Iris's own ``job logs --follow`` waits one second too."""
 
 
 def backoff(first: float = POLL_FIRST, most: float = POLL_MAX) -> Iterator[float]:
@@ -154,6 +168,7 @@ class FrayClient:
         self.retry_for = retry_for
         self.cluster = cluster
         self._user = user
+        self._token = token
         self._reconnecting = threading.Lock()
         self._transport: Transport = open_transport(url, token, headers=cluster.headers if cluster else None)
         self._log_service = False  # True once GetTaskLogs was unimplemented: ask the log service
@@ -162,6 +177,14 @@ class FrayClient:
     def url(self) -> str:
         """The controller's URL."""
         return self._transport.url
+
+    def auth_headers(self) -> dict[str, str]:
+        """The credentials this client sends (the bearer token, a named cluster's current headers),
+        for a request to another path of the same controller (its actor proxy)."""
+        headers = {"authorization": f"Bearer {self._token}"} if self._token else {}
+        if self.cluster is not None:
+            headers.update(self.cluster.headers())
+        return headers
 
     @property
     def user(self) -> str:
@@ -197,9 +220,32 @@ class FrayClient:
         controller assigned."""
         request = launch if isinstance(launch, Controller.LaunchJobRequest) else launch.request
         keep = request.existing_job_policy == job_pb2.EXISTING_JOB_POLICY_KEEP
+        if request.environment.secrets and isinstance(self._transport, ConnectTransport):
+            return self._submit_with_secrets(request, idempotent=keep)
         response = self._call("LaunchJob", request, Controller.LaunchJobResponse,
                               idempotent=keep, job_id=request.name)
         return response.job_id
+
+    def _submit_with_secrets(self, request: Controller.LaunchJobRequest, *, idempotent: bool) -> str:
+        """LaunchJob for a job with secrets, in Connect's JSON codec. Iris says no version of its own,
+        and one older than Marin ``SECRETS_SINCE`` has no ``EnvironmentConfig.secrets``: it would keep
+        the field as unknown bytes of the binary form and run the job without them, but it refuses an
+        unknown JSON field (protobuf's own words, ``_NO_SECRETS_FIELD``); that refusal becomes one
+        ``InvalidRequest`` naming ``SECRETS_SINCE`` (the job was not launched)."""
+        path = f"/{SERVICE}/LaunchJob"
+        body = json_format.MessageToDict(request)
+        try:
+            answer = self._retrying(lambda: self._log_transport().call_json(path, body, self.timeout),
+                                    idempotent=idempotent, job_id=request.name)
+        except FrayError as error:
+            if _NO_SECRETS_FIELD not in error.detail:
+                raise
+            raise InvalidRequest(f"this Iris cannot carry the job's secrets: EnvironmentConfig.secrets exists "
+                                 f"from Marin {SECRETS_SINCE} on, so the job was not launched; upgrade the "
+                                 f"cluster's Iris or pass the values another way ({error.detail})",
+                                 url=error.url, method="LaunchJob", code="failed_precondition",
+                                 job_id=request.name) from None
+        return json_format.ParseDict(answer, Controller.LaunchJobResponse(), ignore_unknown_fields=True).job_id
 
     def status(self, job_id: str) -> JobStatus:
         """The job's full status (state, error, task counts, pending reason...)."""
@@ -226,7 +272,7 @@ class FrayClient:
             return {}
         body = {"sql": status_text_sql(wanted, since_ms)}
         try:
-            answer = self._retrying(lambda: self._log_transport().call_json(STATUS_QUERY_PATH, body, self.timeout),
+            answer = self._retrying(lambda: self._log_transport().call_json(STATS_QUERY_PATH, body, self.timeout),
                                     idempotent=True, job_id=task_job(wanted[0]))
             return status_texts(answer)
         except (ControllerUnreachable, AuthenticationFailed):
@@ -277,7 +323,7 @@ class FrayClient:
                             "served over Connect only (an http:// or https:// controller URL)",
                             url=self.url, method="FetchLogs", code="unimplemented", job_id=job_id)
         body = fetch_logs_body(job_id, query)
-        payload = self._retrying(lambda: self._log_transport().call_json(LOG_SERVICE_PATH, body, self.timeout),
+        payload = self._retrying(lambda: self._log_transport().call_json(FETCH_LOGS_PATH, body, self.timeout),
                                  idempotent=True, job_id=job_id)
         return from_fetch_logs(job_id, payload, query)
 
@@ -313,7 +359,8 @@ class FrayClient:
                 delays = backoff()
             delay = next(delays)
             if not finished and self._finished(job_id):
-                finished, delay = True, max(delay, LOG_DRAIN_GRACE)
+                grace = LOG_SERVICE_DRAIN_GRACE if self._log_service else LOG_DRAIN_GRACE
+                finished, delay = True, max(delay, grace)
             _sleep_until(delay, deadline, f"job {job_id} still running after {timeout} s of logs")
 
     def changes(self, after: int, epoch: str, *, wait: float) -> Changes:
@@ -415,6 +462,26 @@ class FrayClient:
         """Every worker the controller knows, with its metadata and attributes (``ListWorkers``)."""
         return self._call("ListWorkers", Controller.ListWorkersRequest(), Controller.ListWorkersResponse)
 
+    # -- the endpoint registry (Iris's EndpointService) ---------------------------------------------
+    def endpoints(self, prefix: str = "", *, exact: bool = False,
+                  task_ids: Iterable[str] = ()) -> tuple[Controller.Endpoint, ...]:
+        """Registered endpoints whose name starts with ``prefix`` (is ``prefix`` with ``exact``),
+        of the given tasks only when ``task_ids`` is not empty (``ListEndpoints``)."""
+        request = Controller.ListEndpointsRequest(prefix=prefix, exact=exact, task_ids=list(task_ids))
+        return tuple(self._call("ListEndpoints", request, Controller.ListEndpointsResponse,
+                                service=ENDPOINT_SERVICE).endpoints)
+
+    def register_endpoint(self, request: Controller.RegisterEndpointRequest) -> Controller.RegisterEndpointResponse:
+        """Register (or, with the same ``endpoint_id``, renew) a task's endpoint
+        (``RegisterEndpoint``; idempotent on the endpoint id, so it is retried)."""
+        return self._call("RegisterEndpoint", request, Controller.RegisterEndpointResponse,
+                          service=ENDPOINT_SERVICE, job_id=task_job(request.task_id) if request.task_id else None)
+
+    def unregister_endpoint(self, endpoint_id: str) -> None:
+        """Remove an endpoint (``UnregisterEndpoint``; an unknown id is no error)."""
+        self._call("UnregisterEndpoint", Controller.UnregisterEndpointRequest(endpoint_id=endpoint_id),
+                   job_pb2.Empty, service=ENDPOINT_SERVICE)
+
     # -- users, budgets, the scheduler's queues -----------------------------------------------------
     def users(self) -> tuple[Controller.UserSummary, ...]:
         """Every user with work (or a budget) on the controller, the busiest first (``ListUsers``)."""
@@ -447,8 +514,8 @@ class FrayClient:
         return is_job_finished(self.state([job_id])[job_id])
 
     def _call(self, method: str, request: Message, response_type: type[M], *, idempotent: bool = True,
-              job_id: str | None = None) -> M:
-        return self._retrying(lambda: self._transport.call(method, request, response_type, self.timeout),
+              job_id: str | None = None, service: str = SERVICE) -> M:
+        return self._retrying(lambda: self._transport.call(method, request, response_type, self.timeout, service),
                               idempotent=idempotent, job_id=job_id)
 
     def _log_transport(self) -> ConnectTransport:

@@ -15,6 +15,7 @@ from nbclient import NotebookClient
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.discovery import URL_ENV
 from tests.jupyter_isolation import isolated_jupyter
+from tests.zephyr_checks import check_zephyr_run
 
 EXAMPLES = sorted((Path(__file__).parent.parent.parent / "examples").glob("*.ipynb"))
 
@@ -42,6 +43,8 @@ def test_example_runs_on_the_twin(twin: FrayClient, tmp_path: Path, monkeypatch:
         assert 'data-state="succeeded" data-final="true"' in snapshot
         for step in ("train-step", "eval-step"):
             assert f'data-job-id="/nb-coordinator/coordinator/{step}"' in snapshot, step
+    if path.name == "zephyr.ipynb":  # the pipeline ran on the twin's workers and wrote every record
+        check_zephyr_run(notebook, twin, f"nb-{path.stem}")
     if expected is not None:  # task_info() on Iris's own workers, read from Iris's log service
         name, lines = expected
         seen = _wait_for_lines(twin, f"/nb-{path.stem}/{name}", lines)

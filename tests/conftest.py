@@ -1,0 +1,75 @@
+"""What ``pytest`` collects, and how ``pytest -n N`` shares it out.
+
+Run from the repository's root with no path, pytest collects every suite but the browser tests,
+which need a pytest process of their own (pytest-jupyter's autouse event-loop fixtures, active in
+the server tests, close a loop Playwright's sync API still runs). Name the folder to run them:
+``pytest tests/ui`` (``scripts/test`` runs both).
+
+With pytest-xdist (``scripts/test`` runs ``-n 3 --dist loadscope``), each test module runs whole
+on one worker, so its module fixtures (a controller, a genuine Iris cluster) start once. Fixtures
+several modules share (the differential suite's twin and embedded controller) are session-scoped:
+they start once on each worker that runs one of those modules, so the modules spread over the
+workers rather than queue on one (the differential suite alone is longer than the rest)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+UI = TESTS / "ui"
+LEFT_OUT = pytest.StashKey[bool]()
+
+
+def _names_ui(config: pytest.Config) -> bool:
+    """Whether the command line names the browser suite (or a file or test inside it)."""
+    for arg in config.args:
+        path = Path(arg.split("::", 1)[0]).resolve()
+        if path == UI or UI in path.parents:
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave ``tests/ui`` out unless the command line names it."""
+    if collection_path == UI and not _names_ui(config):
+        config.stash[LEFT_OUT] = True
+        return True
+    return None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Say how to run the browser tests when this run left them out."""
+    if config.stash.get(LEFT_OUT, False):
+        terminalreporter.write_line("browser tests run in their own process: pytest tests/ui")
+
+
+TIMES_ENV = "FRAY_TEST_TIMES"
+"""Set to a file path to have a row appended to it for every test, tab-separated: node id, wall
+seconds (setup, call and teardown), CPU seconds of the test process, and of the children it
+reaped (subprocesses, controllers, twins: counted when they end). Where the suite's time and
+cores go (``docs/development.md``, "Tests")."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> object:
+    """Record the test's wall and CPU time when ``$FRAY_TEST_TIMES`` names a file."""
+    target = os.environ.get(TIMES_ENV)
+    if not target:
+        yield
+        return
+    start, own, children = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF), \
+        resource.getrusage(resource.RUSAGE_CHILDREN)
+    yield
+    now_own, now_children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+
+    def cpu(before: resource.struct_rusage, after: resource.struct_rusage) -> float:
+        return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+    with open(target, "a", encoding="utf-8") as out:
+        out.write(f"{item.nodeid}\t{time.monotonic() - start:.2f}\t{cpu(own, now_own):.2f}\t"
+                  f"{cpu(children, now_children):.2f}\n")
