@@ -50,6 +50,8 @@ KEEPALIVE_S: Final[float] = 4.0
 """How long an idle connection is kept for reuse (under the 5 s after which uvicorn closes it)."""
 MAX_IDLE: Final[int] = 16
 """Idle connections kept per actor address."""
+SMALL_BODY: Final[int] = 64 * 1024
+"""A request body up to this size is joined and sent with its headers; a larger one piece by piece."""
 
 
 class _Lost(Exception):
@@ -109,14 +111,20 @@ class Connection:
             else:
                 self._idle.append((conn, time.monotonic()))
 
-    def call(self, method: str, request: Message, response_type: type[M], timeout: float | None) -> M:
-        """One RPC; ``_Lost`` when the connection fails, ``wire.ActorRefused`` for a Connect error."""
-        body = request.SerializeToString()
+    def call(self, method: str, request: Message | tuple[bytes, ...], response_type: type[M],
+             timeout: float | None) -> M:
+        """One RPC (``request``: a message, or its bytes in pieces sent one after another);
+        ``_Lost`` when the connection fails, ``wire.ActorRefused`` for a Connect error."""
+        pieces = (request.SerializeToString(),) if isinstance(request, Message) else request
+        size = sum(len(piece) for piece in pieces)
+        # a small body goes in one send with the headers (http.client joins bytes to them)
+        body: bytes | tuple[bytes, ...] = b"".join(pieces) if size <= SMALL_BODY else pieces
+        headers = {**self._headers, "content-length": str(size)}
         conn = self._checkout()
         try:
             assert conn.sock is not None
             conn.sock.settimeout(timeout)
-            conn.request("POST", self._prefix + wire.path(method), body=body, headers=self._headers)
+            conn.request("POST", self._prefix + wire.path(method), body=body, headers=headers)
             response = conn.getresponse()
             status, content = response.status, response.read()
         except TimeoutError:
@@ -238,7 +246,7 @@ class ActorHandle:
             self._where, self._connection = where, Connection(where)
             return self._connection
 
-    def rpc(self, method: str, request: Message, response_type: type[M], timeout: float | None = None,
+    def rpc(self, method: str, request: Message | tuple[bytes, ...], response_type: type[M], timeout: float | None = None,
             unwrap: Callable[[M], Any] = lambda answer: answer) -> Any:
         """One RPC to the actor under the module's failure rules; ``unwrap(answer)`` (which may
         raise a refusal carried in the answer) is its result."""
@@ -262,7 +270,12 @@ class ActorHandle:
 
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None = None) -> Any:
         """``method(*args, **kwargs)`` on the actor, blocking: its value, or its exception raised."""
-        request = wire.encode_call(self._name, method, args, kwargs)
+        return self.call_pickled(method, wire.pickle_arguments(args, kwargs), timeout)
+
+    def call_pickled(self, method: str, arguments: wire.Arguments, timeout: float | None = None) -> Any:
+        """``call`` with arguments pickled already (``wire.pickle_arguments``), so the same bytes go
+        to many actors without pickling or copying them again."""
+        request = wire.call_body(self._name, method, arguments)
         return self.rpc("Call", request, A.ActorResponse, timeout, unwrap=wire.value_of)
 
 
@@ -337,7 +350,7 @@ class ActorMethod:
 
     def submit(self, *args: Any, **kwargs: Any) -> OperationFuture:
         """Start as a long-running operation (``StartOperation``); the future polls it."""
-        request = wire.encode_call(self._handle.endpoint_name, self._method, args, kwargs)
+        request = wire.call_body(self._handle.endpoint_name, self._method, wire.pickle_arguments(args, kwargs))
         op: actor_pb2.Operation = self._handle.rpc("StartOperation", request, A.Operation)
         return OperationFuture(self._handle, op.operation_id)
 
