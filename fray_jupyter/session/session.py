@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
+from fray_jupyter.actors import wire
 from fray_jupyter.actors.group import ActorGroup
 from fray_jupyter.actors.handle import ActorHandle
 from fray_jupyter.actors.host import PORT_NAME
@@ -332,8 +333,8 @@ class Session:
 
     def push(self, named: Mapping[str, Any], *, targets: Sequence[int] | None = None) -> list[str]:
         """Bind each name to its value on the target hosts (default: all), pickled once; the names."""
-        payload = values.dumps(named, "the kernel")
-        bound = self._on_every(lambda handle: handle.push(payload), targets)
+        arguments = wire.pickle_arguments((values.dumps(named, "the kernel"),), {})
+        bound = self._on_every(lambda handle: handle.call_pickled("push", arguments), targets)
         return list(bound[0]) if bound else []
 
     def pull(self, names: Sequence[str], *, host: int = 0) -> dict[str, Any]:
