@@ -166,6 +166,6 @@ def test_a_coordinator_job_s_children_call_it_back(side: Side) -> None:
     job = side.marin.submit(JobRequest(name="actors-coordinator", resources=SMALL,
                                        entrypoint=Entrypoint.from_callable(actor_classes.coordinate, args=(2,))))
     assert job.wait(timeout=600, raise_on_failure=False) == JobStatus.SUCCEEDED, job.logs()
-    assert "coordinator heard [0, 1]" in job.logs()
+    until(lambda: "coordinator heard [0, 1]" in job.logs(), "the coordinator's line in its log")  # Iris flushes in ~1 s
     children = [c.job_id for c in side.ours.children(str(job.job_id))]
     assert sorted(children) == [f"{job.job_id}/child-{i}" for i in range(2)]
