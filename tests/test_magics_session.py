@@ -95,6 +95,19 @@ def test_status_lists_every_host(ip: InteractiveShell) -> None:
     assert "host 0: pid" in captured.stdout and "host 1: pid" in captured.stdout
 
 
+def test_a_session_from_the_picker_with_jax_is_one_jax_process_group(ip: InteractiveShell) -> None:
+    from fray_jupyter.resources.config import ResourceConfig
+    from fray_jupyter.widgets import ResourcePicker
+
+    ip.user_ns["pk"] = ResourcePicker(ResourceConfig(cpu=0.5, ram="256m", disk="1g"))
+    with capture_output() as captured:
+        ip.run_line_magic("fray", "session start jx --resources pk --replicas 2 --jax")
+        value = ip.run_cell_magic("fray", "--session jx", "import jax\njax.process_count()")
+        ip.run_line_magic("fray", "session stop jx")
+    assert "session jx: 2/2 hosts ready" in captured.stdout
+    assert repr(value) == "2"
+
+
 @pytest.mark.parametrize(("line", "fragment"), [
     (f"--session {NAME} --tpu v5p-8", "--tpu: a session's resources are set by %fray session start"),
     ("--session nosuch", "no session 'nosuch' in this kernel"),

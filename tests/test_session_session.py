@@ -132,6 +132,23 @@ def test_push_and_pull_a_100_mb_array(session: Session) -> None:
     assert back.nbytes == 100 * 1024 * 1024 and numpy.array_equal(back, array)
 
 
+def test_a_jax_session_is_one_process_group_across_its_hosts(client: FrayClient) -> None:
+    """``jax=True``: every host joins one JAX process group by Iris's ``initialize_jax`` before it
+    serves, so a cell sees both processes and a collective spans them."""
+    session = Session.start(f"jax-{uuid.uuid4().hex[:6]}", SMALL, client=client, replicas=2, user=USER,
+                            jax=True).wait_ready()
+    try:
+        assert sorted(session.request.ports) == ["actor", "jax"]
+        merged = session.run("import jax\nfrom jax.experimental import multihost_utils\n"
+                             "ranks = multihost_utils.process_allgather(jax.numpy.array([jax.process_index()]))\n"
+                             "jax.process_index(), jax.process_count(), ranks.ravel().tolist()", values_from="all")
+        assert merged.failure is None, merged.failure
+        assert [(v.host, v.value.data["text/plain"]) for v in merged.values] == [(0, "(0, 2, [0, 1])"),
+                                                                                 (1, "(1, 2, [0, 1])")]
+    finally:
+        session.stop()
+
+
 def test_a_killed_host_makes_the_session_lost_and_nothing_is_replayed(client: FrayClient) -> None:
     lost = _start(client)
     try:

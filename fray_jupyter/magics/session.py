@@ -6,7 +6,8 @@ Rules:
 * ``%fray session start NAME`` takes the resource flags of ``%%fray`` (or ``--resources VAR``),
   sends one job named NAME, and waits for every host, saying Iris's pending reason as it changes
   (no timeout; interrupting the wait leaves the session starting, and its first cell waits on).
-  A kernel holds one session per name: starting a name that is live is refused.
+  A kernel holds one session per name: starting a name that is live is refused. ``--jax`` joins
+  every host into one JAX process group first (``session.serve.join_jax``).
 * ``%%fray --session NAME`` runs the cell on every host (``--targets 0,2`` on some), streams
   every host's text live (``[host i]`` prefixes) and the rich outputs of ``--rich-from`` (default
   host 0, or ``all``); ``--no-stream`` shows them grouped at the end (``--group-outputs``). The
@@ -122,7 +123,7 @@ def _start(magics: Any, args: argparse.Namespace, label: str) -> None:
         job = job_from_args(args, Entrypoint.from_callable(serve_host, ()), base=base,
                             base_name=f"--resources {args.resources}")
         session = Session.launch(job, client=magics.client(args.controller, args.cluster),
-                                 idle_timeout=args.idle_timeout or None, user=magics.user or None)
+                                 idle_timeout=args.idle_timeout or None, user=magics.user or None, jax=args.jax)
     except ValueError as error:
         raise usage(str(error), label) from None
     SESSIONS[name] = session

@@ -55,6 +55,8 @@ def add_session_commands(commands: Any, common: argparse.ArgumentParser,
     session.add_argument("--resources", metavar="VAR", help="start: the resources of a ResourceConfig or picker")
     session.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT, metavar="SECONDS",
                          help=f"start: release the slice after this long idle (default {IDLE_TIMEOUT:g}; 0: never)")
+    session.add_argument("--jax", action="store_true",
+                         help="start: join every host into one JAX process group (Iris's initialize_jax)")
     job_arguments(session)
     push = commands.add_parser("push", help="send notebook variables to a session's hosts")
     push.add_argument("session_name", metavar="NAME")

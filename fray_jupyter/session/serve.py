@@ -21,6 +21,12 @@ Rules:
   ``PUBLISH_EVERY`` seconds, so ``%fray jobs`` and the sidebar read them from the controller.
 * A registration the controller refuses as ``failed_precondition`` (this attempt is already over)
   ends the task quietly, as an actor group member's does.
+* **JAX** (``jax=True``): before it serves, every host joins one JAX process group by Iris's own
+  initialisation (``iris.jax.init.initialize_jax``: task 0 registers the coordinator at its
+  ``IRIS_PORT_JAX`` and the others resolve it), in the process that runs the cells, so every cell
+  sees ``jax.process_count()`` hosts. JAX and Marin's Iris must be installed where the hosts run;
+  a host that cannot join fails its task with one line saying what is missing, and the session is
+  lost with it.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ CONCURRENCY: Final = 8
 """Actor server threads per host: a cell, its reads, an interrupt and status calls run at once."""
 PUBLISH_EVERY: Final = 0.5
 """Seconds between two looks at whether the host's endpoint metadata (running or idle since) changed."""
+JAX_PORT: Final = "jax"
+"""The port a ``jax=True`` session asks for: Iris's JAX coordinator port (``IRIS_PORT_JAX``)."""
 
 
 def actor_name(job_id: str, index: int) -> str:
@@ -140,13 +148,27 @@ def _publish(lease: EndpointLease, actor: SessionActor, idle_timeout: float | No
         time.sleep(PUBLISH_EVERY)
 
 
-def serve_host(idle_timeout: float | None = IDLE_TIMEOUT) -> None:
+def join_jax(host: int) -> None:
+    """Join this session's JAX process group by ``iris.jax.init.initialize_jax`` (the module's
+    rules); ``RuntimeError`` naming what this host lacks."""
+    try:
+        import jax  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
+        from iris.jax.init import initialize_jax  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as error:
+        raise RuntimeError(f"session host {host} cannot join a JAX process group (--jax): {error.name or error} "
+                           "is not installed where the host runs (pip install jax marin-iris)") from None
+    initialize_jax()
+
+
+def serve_host(idle_timeout: float | None = IDLE_TIMEOUT, jax: bool = False) -> None:
     """The entrypoint of a session task (the module's rules)."""
     from fray_jupyter.client.discovery import connect
 
     info = task_info()
     if info is None:
         raise RuntimeError("serve_host runs only inside an Iris task (IRIS_TASK_ID is unset or not a task id)")
+    if jax:
+        join_jax(info.task_index)
     engine = HostEngine(info.task_index)
     name = actor_name(info.job_id, info.task_index)
     bind, advertise = bind_address()

@@ -5,6 +5,8 @@ Rules:
 * ``Session.start(name, resources, replicas=…)`` (or ``Session.launch(job)``) sends ONE job, planned as any Fray job is
   (``planning.plan``: the host count is the plan's replicas, coscheduled as Fray coschedules; no
   timeout), whose tasks run ``serve.serve_host`` and ask for the actor port. It returns at once.
+  With ``jax=True`` the tasks also ask for Iris's JAX port and join one JAX process group before
+  they serve (``serve.join_jax``).
 * ``wait_ready()`` waits, with no timeout, until every host's actor ``{job}/session-{i}`` is
   registered; while the job is pending ``on_change`` hears Iris's pending reason each time it
   changes. A job that ends first makes the session lost.
@@ -79,7 +81,7 @@ from fray_jupyter.session.outputs import (
     SessionError,
     Stream,
 )
-from fray_jupyter.session.serve import ACTOR_NAME, actor_name, serve_host
+from fray_jupyter.session.serve import ACTOR_NAME, JAX_PORT, actor_name, serve_host
 from fray_jupyter.session.words import CellRun, loss_text, stuck_text
 
 READ_WAIT: Final = 1.0
@@ -115,13 +117,14 @@ before_closing_at_exit(_stop_all)  # before the clients' transports close at exi
 
 
 def session_request(job: JobRequest, *, idle_timeout: float | None = IDLE_TIMEOUT, user: str | None = None,
-                    bundle: bytes = b"") -> Controller.LaunchJobRequest:
+                    bundle: bytes = b"", jax: bool = False) -> Controller.LaunchJobRequest:
     """The ``LaunchJobRequest`` of a session: ``job`` (its name, resources, replicas, environment)
-    with ``serve.serve_host(idle_timeout)`` as its entrypoint and no timeout, planned as any Fray
-    job, asking for the actor port; ``ValueError`` for a plan with errors or a bad idle timeout."""
+    with ``serve.serve_host(idle_timeout, jax)`` as its entrypoint and no timeout, planned as any
+    Fray job, asking for the actor port (and, with ``jax``, Iris's JAX port); ``ValueError`` for a
+    plan with errors or a bad idle timeout."""
     if idle_timeout is not None and not idle_timeout > 0:
         raise ValueError(f"idle timeout {idle_timeout!r}: give a number of seconds above 0 (or none: never)")
-    held = job.model_copy(update={"entrypoint": Entrypoint.from_callable(serve_host, (idle_timeout,)),
+    held = job.model_copy(update={"entrypoint": Entrypoint.from_callable(serve_host, (idle_timeout, jax)),
                                   "timeout": None})
     planned = plan(held, user=user, existing_job_policy="unspecified", bundle=bundle)
     if planned.errors:
@@ -129,6 +132,8 @@ def session_request(job: JobRequest, *, idle_timeout: float | None = IDLE_TIMEOU
     request = Controller.LaunchJobRequest()
     request.CopyFrom(planned.request)
     request.ports.append(PORT_NAME)
+    if jax:
+        request.ports.append(JAX_PORT)
     return request
 
 
@@ -166,17 +171,17 @@ class Session:
     @classmethod
     def start(cls, name: str, resources: ResourceConfig | None = None, *, client: FrayClient,
               replicas: int | None = None, environment: EnvironmentConfig | None = None,
-              idle_timeout: float | None = IDLE_TIMEOUT, user: str | None = None) -> Session:
+              idle_timeout: float | None = IDLE_TIMEOUT, user: str | None = None, jax: bool = False) -> Session:
         """Send the session's job (the module rules) and return at once; ``wait_ready`` waits."""
         job = JobRequest(name=name, entrypoint=Entrypoint.from_callable(serve_host, ()),
                          resources=resources or ResourceConfig(), environment=environment, replicas=replicas)
-        return cls.launch(job, client=client, idle_timeout=idle_timeout, user=user)
+        return cls.launch(job, client=client, idle_timeout=idle_timeout, user=user, jax=jax)
 
     @classmethod
     def launch(cls, job: JobRequest, *, client: FrayClient, idle_timeout: float | None = IDLE_TIMEOUT,
-               user: str | None = None, bundle: bytes = b"") -> Session:
+               user: str | None = None, bundle: bytes = b"", jax: bool = False) -> Session:
         """``start`` for a ``JobRequest`` made elsewhere (the magics' flags): its entrypoint is replaced."""
-        request = session_request(job, idle_timeout=idle_timeout, user=user, bundle=bundle)
+        request = session_request(job, idle_timeout=idle_timeout, user=user, bundle=bundle, jax=jax)
         session = cls(job.name, request, client, idle_timeout)
         session._launch()
         return session
