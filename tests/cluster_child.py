@@ -4,7 +4,8 @@ scenario against named clusters with a private HOME and prints one JSON line of 
 Scenarios:
 
 * ``twin``: the local-kind manifest ``twin`` resolved by name (Iris starts a genuine local
-  cluster) and where its dashboard is; a job run, followed and listed, another cancelled; the resolution counted and checked
+  cluster) and where its dashboard is; a job run, followed and listed, another cancelled; a
+  two-host session through the controller's actor proxy; the resolution counted and checked
   closed with the client.
 * ``cells``: ``%%fray --cluster twin --wait`` in an IPython shell whose current directory is a uv
   project, with and without ``--no-workspace``; what each task saw, and the request the genuine Iris
@@ -83,6 +84,7 @@ def twin() -> dict[str, Any]:
     out["listed"] = sorted(status.job_id for status in client.list(user="alice").jobs)
     client.terminate(long)
     out["cancelled"] = job_pb2.JobState.Name(client.wait(long, timeout=60).state)
+    out.update(session_on(client))
     out["clusters"] = [[entry.name, entry.logged_in] for entry in list_clusters() if entry.name == "twin"]
     url = client.url
     out["resolutions"] = list(RESOLUTIONS)
@@ -93,6 +95,33 @@ def twin() -> dict[str, Any]:
     except httpx.TransportError:
         out["answers_after_close"] = False
     return out
+
+
+def session_on(client: Any) -> dict[str, Any]:
+    """A two-host session on the named cluster, reached through its controller's actor proxy: a
+    variable kept across cells on both hosts, a pushed value pulled back from host 1, then stop."""
+    from fray_jupyter.session.session import Session
+
+    session = Session.start("nb", ResourceConfig(cpu=0.5, ram="256m", disk="1g"), client=client, replicas=2,
+                            user="alice").wait_ready()
+    try:
+        session.run("import os\nx = 20")
+        values = [v.value.data["text/plain"] for v in session.run("x + 1", values_from="all").values]
+        session.push({"sent": [1, 2]})
+        session.run("back = sent + [x]")
+        pulled = session.pull(["back"], host=1)["back"]
+        bases = sorted({handle.connection().where.base.split("/proxy/")[0] == client.url
+                        for handle in session.handles})
+    finally:
+        session.stop()
+    return {"session_values": values, "session_pulled": pulled, "session_through_proxy": bases,
+            "session_ended": job_pb2_name(client.wait(session.job_id, timeout=60).state)}
+
+
+def job_pb2_name(state: int) -> str:
+    from fray_jupyter.iris.proto import job_pb2
+
+    return job_pb2.JobState.Name(state)
 
 
 CELL = """\

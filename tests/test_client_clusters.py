@@ -100,6 +100,9 @@ def test_a_local_kind_manifest_in_the_users_config_dir_runs_jobs_and_closes_with
     assert seen["lines"] == ["hello-from-twin"] and seen["state"] == "JOB_STATE_SUCCEEDED"
     assert seen["listed"] == ["/alice/hello", "/alice/sleeper"]
     assert seen["cancelled"] == "JOB_STATE_KILLED"
+    # a session on the named cluster: state kept on both hosts, reached through the controller's proxy
+    assert seen["session_values"] == ["21", "21"] and seen["session_pulled"] == [1, 2, 20]
+    assert seen["session_through_proxy"] == [True] and seen["session_ended"] == "JOB_STATE_KILLED"
     assert seen["resolutions"] == ["twin"]  # one resolution for every call of the client
     assert seen["clusters"] == [["twin", True]]  # Iris's local cluster wrote its credential record
     assert seen["answers_after_close"] is False  # the local cluster was closed with the client

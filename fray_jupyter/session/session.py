@@ -167,6 +167,12 @@ class Session:
         """Every host has been found serving (``wait_ready`` returned)."""
         return len(self._handles) >= self.hosts
 
+    @property
+    def handles(self) -> list[ActorHandle]:
+        """Each host's actor handle, host ``i`` at index ``i`` (empty until ``wait_ready`` returned):
+        where each host is reached (``handle.connection().where``), or its own methods."""
+        return list(self._handles)
+
     # -- lifetime --------------------------------------------------------------------------------
     @classmethod
     def start(cls, name: str, resources: ResourceConfig | None = None, *, client: FrayClient,
