@@ -7,6 +7,7 @@ process exit leaving no job."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -167,6 +168,32 @@ def test_a_killed_host_makes_the_session_lost_and_nothing_is_replayed(client: Fr
         assert fresh.failure is not None and {e.type for _, e in fresh.failure.errors} == {"NameError"}
     finally:
         lost.stop()
+
+
+def test_a_session_waiting_for_capacity_says_iris_s_reason_until_its_hosts_serve(embedded: FrayClient) -> None:
+    """No launch timeout: the wait says the job's pending reason for as long as it pends, then the hosts."""
+    from fray_jupyter.planning import plan
+    from fray_jupyter.resources.entrypoint import Entrypoint
+    from fray_jupyter.resources.job import JobRequest
+
+    blocker = embedded.submit(plan(JobRequest(name=f"hold-{uuid.uuid4().hex[:6]}", resources=SMALL, replicas=8,
+                                              entrypoint=Entrypoint.from_binary("sleep", ["300"])), user=USER))
+    said: list[str] = []
+    waiting = Session.start(f"wait-{uuid.uuid4().hex[:6]}", SMALL, client=embedded, replicas=2, user=USER)
+    waiter = threading.Thread(target=waiting.wait_ready, args=(said.append,), daemon=True)
+    try:
+        waiter.start()
+        wait_until(lambda: any(": pending: " in line for line in said), "the session said it is pending")
+        assert not waiting.ready
+        embedded.terminate(blocker)
+        waiter.join(timeout=120)
+        assert waiting.ready and said[-1].endswith(f"2/2 hosts ready (job {waiting.job_id})")
+        reason = re.compile(r"pending: waiting for a free task slot: 0 of 8 slots free, \d job\(s\) queued; start the "
+                            r"controller with more --slots to run more tasks at once")  # the fixture's session may hold 2
+        assert any(reason.search(line) for line in said), said
+    finally:
+        embedded.terminate(blocker)
+        waiting.stop()
 
 
 def test_stop_leaves_no_job_running(client: FrayClient) -> None:
