@@ -481,3 +481,34 @@ def test_a_crash_while_a_terminated_task_ignores_sigterm_still_kills_it_on_resta
             time.sleep(0.02)
     finally:
         stop_quietly(restarted)
+
+
+TELEMETRY_PROBE = """
+import sys, time
+from rigging import telemetry
+telemetry.configure(endpoint=sys.argv[1], service="probe")
+telemetry.counter("probe.count").add(1)
+settled = telemetry.flush(timeout=30.0)
+status = telemetry.runtime_status()
+print(settled, status.rejected_records, status.export_retries)
+"""
+
+
+def test_a_telemetry_batch_is_refused_at_once_as_not_kept(controller: ControllerProcess) -> None:
+    """Rigging's exporter (Zephyr's coordinator configures it) posts to the log server's telemetry
+    path; the embedded controller keeps none, and says so with an error the exporter does not retry
+    (a 5xx it retries held a coordinator's shutdown for its whole flush budget)."""
+    import subprocess
+    import sys
+
+    import httpx
+
+    from fray_jupyter.iris.wire import TELEMETRY_PATH, proxied
+
+    url = controller.info.url + proxied(TELEMETRY_PATH)
+    answer = httpx.post(url, content=b"{}", headers={"authorization": f"Bearer {controller.info.token}"})
+    assert answer.status_code == 404
+    assert "telemetry is not kept by the embedded fray-jupyter controller" in answer.json()["error"]["message"]
+    done = subprocess.run([sys.executable, "-c", TELEMETRY_PROBE, url], capture_output=True, text=True, timeout=60,
+                          check=True)
+    assert done.stdout.split() == ["True", "1", "0"]  # settled, the batch rejected, never sent again

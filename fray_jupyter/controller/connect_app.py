@@ -13,7 +13,9 @@ caller of the controller's own OS user) before the body is read. A body over
 Iris RPCs this controller cannot serve, ...). ``GET /health`` answers ``{"status": "ok", "instance":
 "<id>"}`` without a token, so a client can tell this live controller from a stale address (the
 instance id is also in the runtime file). ``POST /fray/admin/<verb>`` (``status``, ``gc``; checked
-like an RPC) answers the controller's own JSON for ``fray-jupyter controller status|gc``.
+like an RPC) answers the controller's own JSON for ``fray-jupyter controller status|gc``. A
+telemetry batch posted to the log server's path (rigging's exporter, in Zephyr's coordinator) is
+refused at once with a 404 saying it is not kept (``TELEMETRY_REFUSAL``).
 
 Why not connect-python's ``ConnectASGIApplication``: it decodes the body before any
 interceptor runs, so garbage bytes come back as ``unknown``/500 rather than
@@ -45,9 +47,15 @@ from fray_jupyter.controller.rpc import (
     decode,
     unimplemented,
 )
-from fray_jupyter.iris.wire import CHANGE_FEED_PATH, CLUSTER_PROFILE_PATH
+from fray_jupyter.iris.wire import CHANGE_FEED_PATH, CLUSTER_PROFILE_PATH, TELEMETRY_PATH, proxied
 
 MAX_REQUEST_BYTES: Final[int] = 32 * 1024 * 1024
+TELEMETRY_REFUSAL: Final[bytes] = json.dumps({"error": {
+    "code": "not_found", "message": "telemetry is not kept by the embedded fray-jupyter controller (a genuine "
+                                    "Iris's log server keeps it): this batch was not stored"}}).encode()
+"""The answer to a telemetry batch (``TELEMETRY_PATH``): a 404 in the log server's error shape, which
+rigging's exporter takes as a rejection at once (an error it would retry holds a Zephyr coordinator's
+shutdown for the exporter's 5 s flush)."""
 _CODECS: Final[dict[str, str]] = {"application/proto": "proto", "application/json": "json"}
 
 Scope = MutableMapping[str, Any]
@@ -114,6 +122,9 @@ class ConnectApp:
             return 200, "application/json", json.dumps(await handler()).encode()
         if path == CHANGE_FEED_PATH and self.feed is not None:
             return await self._wait_for_changes(self.feed, scope, receive)
+        if path == proxied(TELEMETRY_PATH):
+            self._authenticate(scope)
+            return 404, "application/json", TELEMETRY_REFUSAL
         if path == CLUSTER_PROFILE_PATH and self.profile is not None:
             self._authenticate(scope)
             if verb != "POST":

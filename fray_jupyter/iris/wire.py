@@ -9,7 +9,8 @@ Rules:
   ``/proxy/<endpoint name>/…`` (``proxied``), the endpoint name being the registry entry
   ``/system/log-server`` without its first ``/`` and with ``/`` as ``.``: ``system.log-server``.
   Tasks find it by looking up ``LOG_SERVER_ENDPOINT``; clients read logs (``FETCH_LOGS_PATH``) and
-  status text (``STATS_QUERY_PATH``) through it.
+  status text (``STATS_QUERY_PATH``) through it; tasks post telemetry batches there too
+  (``TELEMETRY_PATH``, JSON, not an RPC).
 * Task status text lives in the finelog namespace ``STATUS_TEXT_NAMESPACE`` (a table of that name).
 * fray-jupyter's own two methods (not Iris's) live in the ``fray.jupyter`` package: the change feed's
   long poll and the controller's cluster profile.
@@ -29,6 +30,9 @@ LOG_SERVER_PROXY: Final[str] = LOG_SERVER_ENDPOINT.removeprefix("/").replace("/"
 """The name a real Iris controller proxies finelog under (``/proxy/<name>/...``)."""
 LOG_SERVER_PROXY_PATH: Final[str] = f"/proxy/{LOG_SERVER_PROXY}"
 STATUS_TEXT_NAMESPACE: Final[str] = "iris.task_status"
+TELEMETRY_PATH: Final[str] = "/v1/telemetry"
+"""Where the log server takes rigging's telemetry batches (Iris's ``TELEMETRY_ENDPOINT_PATH``;
+tasks post them under the log server's proxy prefix)."""
 
 
 def method_path(service: str, method: str) -> str:
