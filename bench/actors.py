@@ -1,7 +1,9 @@
 """Fray actors: a call's round trip on loopback through ``fray_client()`` on the embedded controller
 and on the genuine Iris twin, beside Fray's ``LocalClient`` (in-process actors) in the same run;
 and a Zephyr pipeline of ``--records`` records (mapped, filtered, written by several workers) under
-``fray_client()`` on the embedded controller beside ``LocalClient``.
+``fray_client()`` on the embedded controller beside ``LocalClient``, beside the same with each shard
+run inline in its worker (``LocalClient``'s runner: what is left is the cost of processes and
+jobs), and beside Marin's own ``FrayIrisClient`` on the twin (the peer with the same process model).
 
 Run: ``python bench/actors.py [--calls N] [--records N]``. Goals: a call ≤ 2 ms on the embedded
 controller (median of ``--calls`` blocking calls, after a warm-up); the Zephyr pipeline within 2× of
@@ -105,26 +107,29 @@ def embedded(scratch: Path) -> Iterator[FrayClient]:
         stop_quietly(controller)
 
 
-def zephyr_pipeline(records: int, out: Path) -> int:
-    """Map, filter and write ``records`` numbers with Zephyr on ``current_client()``; the rows written."""
+def zephyr_pipeline(records: int, out: Path, inline: bool = False) -> int:
+    """Map, filter and write ``records`` numbers with Zephyr on ``current_client()`` (``inline``: each
+    shard in its worker's process, as Zephyr runs them on ``LocalClient``); the rows written."""
     from zephyr.context import ZephyrContext
     from zephyr.dataset import Dataset
+    from zephyr.runners import InlineRunner
 
     pipeline = (Dataset.from_list(list(range(records))).reshard(SHARDS).map(lambda n: {"n": n, "square": n * n})
                 .filter(lambda row: row["n"] % 3 != 0).write_jsonl(str(out / "part-{shard:05d}.jsonl")))
-    with ZephyrContext(max_workers=2, chunk_storage_prefix=str(out / "chunks")) as context:
+    with ZephyrContext(max_workers=2, chunk_storage_prefix=str(out / "chunks"),
+                       stage_runner_factory=InlineRunner if inline else None) as context:
         context.execute(pipeline)
     return sum(len(path.read_text().splitlines()) for path in out.glob("part-*.jsonl"))
 
 
-def zephyr_seconds(records: int, scratch: Path, client: Any) -> float:
+def zephyr_seconds(records: int, scratch: Path, client: Any, inline: bool = False) -> float:
     from fray.current_client import set_current_client
 
     out = scratch / f"zephyr-{time.time_ns()}"
     out.mkdir()
     started = time.perf_counter()
     with set_current_client(client):
-        written = zephyr_pipeline(records, out)
+        written = zephyr_pipeline(records, out, inline)
     elapsed = time.perf_counter() - started
     expected = sum(1 for n in range(records) if n % 3 != 0)
     if written != expected:
@@ -154,28 +159,47 @@ def main() -> None:
                 ms = group_call_ms(client, args.calls)
                 record(Figure(BENCH, "call round trip, embedded controller", f"{ms:.3f} ms ({ms / local_ms:.1f}× LocalClient)",
                               f"≤ {CALL_GOAL_MS:g} ms", ms <= CALL_GOAL_MS))
-            zephyr(args.records, scratch, client, why)
+            embedded_s = zephyr(args.records, scratch, client, why)
         with iris_local.iris_local_cluster(scratch / "twin") as url, FrayClient(url) as twin:
             ms = group_call_ms(twin, args.calls)
             record(Figure(BENCH, "call round trip, Iris twin (fray_client)", f"{ms:.3f} ms ({ms / local_ms:.1f}× LocalClient)"))
+            if embedded_s is not None:
+                zephyr_on_twin(args.records, scratch, url, embedded_s)
 
 
-def zephyr(records: int, scratch: Path, client: FrayClient, why: str) -> None:
+def zephyr(records: int, scratch: Path, client: FrayClient, why: str) -> float | None:
+    """Zephyr on ``LocalClient`` and on the embedded controller (``client``); the embedded run's
+    seconds (None: it could not run here, said as a skipped figure)."""
     name, goal = f"Zephyr pipeline of {records:,} records, embedded controller", f"≤ {ZEPHYR_GOAL_RATIO:g}× LocalClient"
     try:
         import zephyr  # noqa: F401
     except ImportError as error:
         record(skipped(BENCH, name, goal, f"marin-zephyr is not installed: {error}"))
-        return
+        return None
     if why:
         record(skipped(BENCH, name, goal, why))
-        return
+        return None
     from fray.local_backend import LocalClient
 
     local = zephyr_seconds(records, scratch, LocalClient())
     ours = zephyr_seconds(records, scratch, FrayProtocolClient(client, user="bench"))
+    inline = zephyr_seconds(records, scratch, FrayProtocolClient(client, user="bench"), inline=True)
     record(Figure(BENCH, f"Zephyr pipeline of {records:,} records, LocalClient", f"{local:.2f} s"))
     record(Figure(BENCH, name, f"{ours:.2f} s ({ours / local:.2f}×)", goal, ours <= ZEPHYR_GOAL_RATIO * local))
+    record(Figure(BENCH, "the same, shards inline in the workers, embedded controller",
+                  f"{inline:.2f} s ({inline / local:.2f}× LocalClient)"))
+    return ours
+
+
+def zephyr_on_twin(records: int, scratch: Path, url: str, embedded_s: float | None) -> None:
+    """The same pipeline through Marin's own ``FrayIrisClient`` on the genuine Iris twin: the peer
+    with the same process model (a job per actor group, a subprocess per shard)."""
+    from fray.iris_backend import FrayIrisClient
+
+    twin = zephyr_seconds(records, scratch, FrayIrisClient(url))
+    ratio = f" (embedded: {embedded_s / twin:.2f}× the twin)" if embedded_s else ""
+    record(Figure(BENCH, f"Zephyr pipeline of {records:,} records, Marin's client on the Iris twin",
+                  f"{twin:.2f} s{ratio}"))
 
 
 if __name__ == "__main__":
