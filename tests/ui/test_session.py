@@ -1,7 +1,8 @@
 """A session in a real JupyterLab, on the embedded controller: start 2 hosts, define ``x`` in one
 cell and use it in the next with both hosts' output, a matplotlib figure from host 0, an exception
 with each host's traceback, Jupyter's interrupt button stopping ``while True: pass`` on both hosts
-with ``x`` still there after, the session listed in the sidebar, and stop."""
+with ``x`` still there after, the session listed in the sidebar with its hosts' endpoints in
+its job's view, and stop."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from pathlib import Path
 
 from labserver import Lab
 from magic_fixtures import lab_controller  # noqa: F401 - fixture
-from pages import LOAD, run_cells, show_sidebar
+from pages import LOAD, row, run_cells, show_sidebar
 from playwright.sync_api import Locator, Page, expect
 
 NAME = "ui-session"
+JOB = f"/alice/{NAME}"
 CELLS = (
     LOAD,
     f"%fray session start {NAME} --replicas 2 --cpu 0.5 --memory 256m --disk 1g",
@@ -53,6 +55,14 @@ def test_a_two_host_session_keeps_state_shows_both_hosts_interrupts_and_stops(
     listed = page.locator(".fj-Sessions .fj-SessionRow", has_text=NAME)
     expect(listed.locator(".fj-SessionLine")).to_contain_text("session · cpu · 2/2 hosts ready", timeout=WAIT)
     expect(listed.locator("button.fj-SessionStop")).to_be_enabled()
+    # the session's job shows each host's endpoint (its actor) in the job view, with the task serving it
+    row(page, JOB).click()
+    for host in (0, 1):
+        endpoint = page.locator(f'.fj-JobView .fj-Endpoints tr[data-endpoint="{JOB}/session-{host}"]')
+        expect(endpoint).to_contain_text("http://127.0.0.1:", timeout=WAIT)
+        expect(endpoint).to_contain_text(f"{JOB}/{host}")
+    expect(page.locator(".fj-JobView .fj-Endpoints tbody tr")).to_have_count(2)
+    page.get_by_role("button", name="Back to all jobs").click()
 
     cells.nth(5).locator(".jp-InputArea-editor").click()
     _run_next(page)  # the failing cell alone: a failure stops the cells queued after it
