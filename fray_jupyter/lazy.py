@@ -3,17 +3,20 @@ one lock under which a heavy third-party package is first imported from a worker
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 _FIRST_IMPORTS = threading.RLock()
+_LOADED: set[str] = set()
 
 
 @contextmanager
-def one_import_at_a_time() -> Iterator[None]:
+def one_import_at_a_time(*first: str) -> Iterator[None]:
     """Hold the process's one lock for importing heavy third-party packages on first use.
 
     Rule: code that may run in a worker thread (the server extension's handlers, the client's
@@ -22,9 +25,28 @@ def one_import_at_a_time() -> Iterator[None]:
     while the first is still inside sees a partially initialised module and fails with
     ``ImportError`` (the Jobs sidebar's first two requests did: Iris's CLI pulls pyarrow in through
     finelog, the status texts import it directly). Python's import lock only orders imports that
-    do not cycle; this lock orders these. Re-entrant, and cheap once the modules are loaded."""
+    do not cycle; this lock orders these. Re-entrant, and cheap once the modules are loaded.
+
+    ``first`` names modules the block's imports pull in that other threads need on their own
+    (``"pyarrow.ipc"`` before Marin's Iris): each is imported whole first (``loaded``), so a reader
+    that needs only it does not wait behind the rest of a long import (the sidebar's first job read
+    waited a second behind the cluster list's import of Iris's CLI)."""
+    for name in first:
+        loaded(name)
     with _FIRST_IMPORTS:
         yield
+
+
+def loaded(name: str) -> ModuleType:
+    """The module ``name``; its first import happens under ``one_import_at_a_time`` and, once it has
+    finished, later calls for it or a package it is in take no lock."""
+    if name not in _LOADED:
+        with _FIRST_IMPORTS:
+            if name not in _LOADED:
+                import_module(name)
+                parts = name.split(".")
+                _LOADED.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return sys.modules[name]
 
 
 def lazy_exports(

@@ -212,7 +212,7 @@ class NamedCluster:
 
     def _connect(self) -> Any:
         """Iris's endpoint for the name: the shared local cluster's, else a new resolution."""
-        with one_import_at_a_time():
+        with one_import_at_a_time("pyarrow.ipc"):
             import click
             from iris.cli.connect import connect_controller
 
@@ -248,7 +248,7 @@ def list_clusters() -> list[ClusterEntry]:
     name, each with whether ``~/.config/marin/credentials`` has a record; ``[]`` without Marin's Iris."""
     if marin_unavailable() is not None:
         return []
-    with one_import_at_a_time():
+    with one_import_at_a_time("pyarrow.ipc"):
         from iris.cli.connect import IRIS_CLUSTER_CONFIG_DIRS
         from rigging.config_discovery import list_cluster_configs  # type: ignore[import-untyped]
         from rigging.credential_store import load_credentials  # type: ignore[import-untyped]

@@ -51,7 +51,11 @@ def status_text_sql(task_ids: Iterable[str], since_ms: int) -> str:
 
 def status_texts(answer: Mapping[str, Any]) -> dict[str, StatusText]:
     """Task id → its report, from a Connect JSON ``QueryResponse`` to ``status_text_sql``;
-    ``ValueError`` when the answer is not such a table."""
+    ``ValueError`` when the answer is not such a table. An answer of no rows (``rowCount`` 0, which
+    JSON leaves out) is read without decoding its table, so pyarrow is not imported for a job whose
+    tasks reported nothing (most jobs; the sidebar's first job read waited on that import)."""
+    if not int(answer.get("rowCount") or 0):
+        return {}
     columns = arrow_ipc.read(base64.b64decode(str(answer.get("arrowIpc", "")), validate=True))
     found: dict[str, StatusText] = {}
     for row in arrow_ipc.rows(columns):

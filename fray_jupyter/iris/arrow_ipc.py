@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from fray_jupyter.lazy import one_import_at_a_time
+from fray_jupyter.lazy import loaded
 
 MAX_ROWS: Final[int] = 1_000_000
 """Most rows ``read`` accepts in one stream."""
@@ -49,10 +49,8 @@ def rows(columns: Sequence[Column]) -> list[dict[str, Any]]:
 
 def _pyarrow() -> Any:
     """pyarrow, with its IPC module, imported on first use (pyarrow ships no types: its names are Any)."""
-    with one_import_at_a_time():
-        import pyarrow.ipc  # type: ignore[import-untyped]
-
-    return pyarrow
+    loaded("pyarrow.ipc")
+    return loaded("pyarrow")
 
 
 def _one_line(error: BaseException) -> str:
