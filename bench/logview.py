@@ -20,7 +20,12 @@ between two frames the browser drew):
    colours, no fetching: the text is already in memory); JupyterLab's own output area draws the
    same lines as more elements (its ANSI spans), so whatever beats the ``<pre>`` beats it too.
 
-Run: .venv/bin/python bench/logview.py [--lines 200000] [--step 100]
+5. With ``--baseline``: the same figures, in the same run, for the build before the log views
+   played rows through the terminal model (``BASELINE_REV``: its package and its labextension,
+   built once under ``bench/.baseline``), and the goal that the tail's first paint and the scroll's
+   p95 frame stay within ``BASELINE_GOAL``× of it.
+
+Run: .venv/bin/python bench/logview.py [--lines 200000] [--step 100] [--baseline]
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,6 +62,42 @@ BENCH = "logview"
 GOAL_FRAME_MS = 100.0
 SIDEBAR_ID = "fray-jobs"
 MOST_DOM_ROWS = 300
+BASELINE_REV = "1de6583"
+"""The last commit whose log views played each stored row on a one-line terminal (before the
+terminal model with a live region)."""
+BASELINE_GOAL = 1.2
+"""The tail's first paint and the scroll's p95 frame may be at most this many times the baseline's."""
+BASELINES = ROOT / "bench" / ".baseline"
+
+
+def baseline(rev: str) -> Path:
+    """``rev``'s package with its labextension built (``bench/.baseline/<sha>``, made once): the
+    Python and the frontend as they were, with this checkout's generated protobuf code, since
+    ``rev``'s was made for a protobuf newer than Marin's stack allows here (the messages have only
+    gained fields since)."""
+    sha = subprocess.run(["git", "rev-parse", rev], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
+    dest = BASELINES / sha[:12]
+    if (dest / "fray_jupyter" / "labextension" / "package.json").exists():
+        return dest
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", sha], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    shutil.rmtree(dest / "fray_jupyter" / "iris" / "proto")
+    shutil.copytree(ROOT / "fray_jupyter" / "iris" / "proto", dest / "fray_jupyter" / "iris" / "proto",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (dest / "labextension" / "node_modules").symlink_to(ROOT / "labextension" / "node_modules")  # a superset
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    subprocess.run(["npm", "run", "--silent", "build:prod"], cwd=dest / "labextension", env=env, check=True)
+    (dest / "jupyter" / "labextensions").mkdir(parents=True)
+    (dest / "jupyter" / "labextensions" / "fray-jupyter").symlink_to(dest / "fray_jupyter" / "labextension")
+    return dest
+
+
+def baseline_env(dest: Path) -> dict[str, str]:
+    """A lab's environment that loads ``dest``'s package and labextension before this checkout's."""
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(dest), os.environ.get("PYTHONPATH")])),
+            "JUPYTER_PATH": os.pathsep.join(filter(None, [str(dest / "jupyter"), os.environ.get("JUPYTER_PATH")]))}
 
 
 def log_script(lines: int) -> str:
@@ -218,28 +261,52 @@ def report(lines: int, step_rows: int, figures: dict[str, Any]) -> None:
                   "every line", got == lines))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--lines", type=int, default=200_000)
-    parser.add_argument("--step", type=int, default=100, help="rows scrolled per frame")
-    args = parser.parse_args()
-    os.environ[LOG_LINES_ENV] = str(args.lines + 10)  # the controller started below keeps every line
-    with tempfile.TemporaryDirectory(prefix="fray-bench-logview-") as scratch, running_lab(Path(scratch)) as lab:
+def lab_figures(lines: int, step: int, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """A lab (with ``env`` over this one's) and its controller running the log task; its figures."""
+    with tempfile.TemporaryDirectory(prefix="fray-bench-logview-") as scratch, \
+            running_lab(Path(scratch), env=env) as lab:
         info = start_controller(lab.root.parent / "runtime" / RUNTIME_FILE_NAME, lab.root.parent / "data" / "fray")
         try:
             with FrayClient(info.url, info.token) as client:
                 started = time.perf_counter()
-                job_id = client.submit(python_job("logview-bench", log_script(args.lines)))
+                job_id = client.submit(python_job("logview-bench", log_script(lines)))
                 client.wait(job_id, timeout=600)
                 first = client.logs(job_id, max_lines=1).entries
                 last = client.logs(job_id, tail=True, max_lines=1).entries
-                print(f"{args.lines:,}-line task ran and stored in {time.perf_counter() - started:.1f} s")
-                assert first and last and last[0].data.startswith(f"step {args.lines} "), last
-            figures = measure(lab, job_id, first[0].seq, last[0].data, args.step * 18)
+                print(f"{lines:,}-line task ran and stored in {time.perf_counter() - started:.1f} s")
+                assert first and last and last[0].data.startswith(f"step {lines} "), last
+            figures = measure(lab, job_id, first[0].seq, last[0].data, step * 18)
             figures["download"] = download(lab, job_id)
         finally:
             os.killpg(info.pid, signal.SIGTERM)  # the controller we started leads its own process group
+    return figures
+
+
+def compare(lines: int, ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    """The tail's first paint and the scroll's p95 frame against the baseline's, in one run."""
+    for what, mine, base in (("tail first paint (click to last line)", ours["tail"]["ms"], theirs["tail"]["ms"]),
+                             ("p95 frame scrolling to the first line", p95(ours["scroll"]["frames"]),
+                              p95(theirs["scroll"]["frames"]))):
+        ratio = mine / base
+        print(f"{what}: {mine:.1f} ms, {BASELINE_REV} {base:.1f} ms: {ratio:.2f}x  "
+              f"[goal <= {BASELINE_GOAL:g}x: {'pass' if ratio <= BASELINE_GOAL else 'MISS'}]")
+        record(Figure(BENCH, f"sidebar log, {lines:,} lines: {what} vs {BASELINE_REV}",
+                      f"{mine:.1f} ms vs {base:.1f} ms ({ratio:.2f}×)", f"≤ {BASELINE_GOAL:g}×", ratio <= BASELINE_GOAL))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--step", type=int, default=100, help="rows scrolled per frame")
+    parser.add_argument("--baseline", action="store_true",
+                        help=f"also measure {BASELINE_REV}'s build in the same run and compare")
+    args = parser.parse_args()
+    os.environ[LOG_LINES_ENV] = str(args.lines + 10)  # the controller started below keeps every line
+    figures = lab_figures(args.lines, args.step)
     report(args.lines, args.step, figures)
+    if args.baseline:
+        theirs = lab_figures(args.lines, args.step, baseline_env(baseline(BASELINE_REV)))
+        compare(args.lines, figures, theirs)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("actors.py", ("--calls", "300"), (), 90, 300),
     Bench("sessions.py", ("--cells", "10", "--cold-runs", "1", "--no-twin"), (), 30, 420),
     Bench("sidebar.py", ("--watch", "30", "--window", "20", "--jobs", "20", "--scale-repeat", "1"), (), 60, 300),
-    Bench("logview.py", ("--step", "1000"), (), 40, 300),
+    Bench("logview.py", ("--step", "1000"), ("--baseline",), 40, 600),
     Bench("soak.py", ("--runs", "200"), ("--runs", "2000"), 20, 1200),
     Bench("live.py", ("--jobs", "3", "--rounds", "1", "--window", "20"), (), 120, 720),
     Bench("live.py", ("--real-iris", "--jobs", "3", "--rounds", "1", "--window", "20"), ("--real-iris",), 130, 780),

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,9 +115,10 @@ def base_url_arg(base_url: str) -> str:
 
 
 @contextmanager
-def running_lab(workdir: Path, *extra_args: str, base_url: str = "/") -> Iterator[Lab]:
-    """Start ``jupyter lab`` (plus ``extra_args``) under ``base_url`` with every Jupyter directory
-    under ``workdir``; stop it on exit."""
+def running_lab(workdir: Path, *extra_args: str, base_url: str = "/",
+                env: Mapping[str, str] | None = None) -> Iterator[Lab]:
+    """Start ``jupyter lab`` (plus ``extra_args``, with ``env`` over this environment) under
+    ``base_url`` with every Jupyter directory under ``workdir``; stop it on exit."""
     check_labextension_built()
     root, settings = workdir / "notebooks", workdir / "settings"
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
@@ -126,7 +127,7 @@ def running_lab(workdir: Path, *extra_args: str, base_url: str = "/") -> Iterato
     root.mkdir()
     env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTERLAB_WORKSPACES_DIR": str(workdir / "ws"),
            "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"), "JUPYTER_DATA_DIR": str(workdir / "data"),
-           "IRIS_USER": "alice"}
+           "IRIS_USER": "alice", **(env or {})}
     port, token = _free_port(), secrets.token_hex(16)
     log = workdir / "lab.log"
     with log.open("wb") as out:
