@@ -57,3 +57,34 @@ def test_two_threads_importing_pyarrow_for_the_first_time_at_once_both_succeed()
     pytest.importorskip("iris")
     done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+NO_WAIT = """
+import threading
+from fray_jupyter import lazy
+from fray_jupyter.client.status_text import status_texts
+
+lazy.loaded("email.mime.text")
+held, release = threading.Event(), threading.Event()
+
+def long_import():  # as the cluster list holds the lock while it imports Iris's CLI
+    with lazy.one_import_at_a_time():
+        held.set()
+        release.wait()
+
+threading.Thread(target=long_import, daemon=True).start()
+held.wait()
+module = lazy.loaded("email.mime")  # a package of a module loaded already: no lock, no wait
+texts = status_texts({"arrowIpc": ""})  # a status-text answer of no rows: no table to decode
+import sys
+print(module.__name__, texts, "pyarrow" in sys.modules)
+release.set()
+"""
+
+
+def test_a_loaded_module_and_an_empty_status_answer_wait_for_no_import() -> None:
+    """While another thread holds the import lock, what is loaded already is returned at once, and a
+    status-text answer of no rows is read without importing pyarrow (the sidebar's first job read
+    waited behind the cluster list's import of Iris's CLI). Hangs (the timeout) if either waits."""
+    done = subprocess.run([sys.executable, "-c", NO_WAIT], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["email.mime", "{}", "False"]
