@@ -204,11 +204,12 @@ def test_stop_leaves_no_job_running(client: FrayClient) -> None:
         stopped.run("1")
 
 
-def test_a_kernel_that_exits_stops_its_sessions(embedded: FrayClient, controller: ControllerProcess) -> None:
-    client = embedded
+def test_a_kernel_that_exits_stops_its_sessions(client: FrayClient, request: pytest.FixtureRequest) -> None:
+    embedded = request.node.callspec.params["client"] == "embedded"
+    token = request.getfixturevalue("controller").info.token if embedded else None  # the twin takes none
     program = ("from fray_jupyter.client import FrayClient\nfrom fray_jupyter.resources.config import "
                "ResourceConfig\nfrom fray_jupyter.session.session import Session\n"
-               f"client = FrayClient({controller.info.url!r}, {controller.info.token!r})\n"
+               f"client = FrayClient({client.url!r}, {token!r})\n"
                "s = Session.start('exiting', ResourceConfig(cpu=0.5, ram='256m', disk='1g'), replicas=1, "
                f"user={USER!r}, client=client).wait_ready()\nprint(s.job_id)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
