@@ -223,8 +223,11 @@ def fake_google_refresh(lifetime: float, expired: bool) -> list[str]:
     return minted
 
 
-def start_edge(upstream: str, reject_first: bool) -> tuple[ThreadingHTTPServer, list[dict[str, str | None]]]:
-    """A recording forwarder standing in for the IAP edge in front of a real Iris controller."""
+def start_edge(upstream: str, reject_first: bool,
+               reject_proxy: bool = False) -> tuple[ThreadingHTTPServer, list[dict[str, str | None]]]:
+    """A recording forwarder standing in for the IAP edge in front of a real Iris controller; with
+    ``reject_first`` it refuses the first call as IAP refuses a stale token (with ``reject_proxy``,
+    also the first call to the actor proxy)."""
     seen: list[dict[str, str | None]] = []
 
     class Edge(BaseHTTPRequestHandler):
@@ -233,8 +236,9 @@ def start_edge(upstream: str, reject_first: bool) -> tuple[ThreadingHTTPServer, 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["content-length"]))
             seen.append({"proxy-authorization": self.headers.get("proxy-authorization"),
-                         "authorization": self.headers.get("authorization")})
-            if reject_first and len(seen) == 1:
+                         "authorization": self.headers.get("authorization"), "path": self.path})
+            proxied = [call for call in seen if str(call["path"]).startswith("/proxy/")]
+            if reject_first and (len(seen) == 1 or reject_proxy and proxied == [seen[-1]]):
                 status, content, kind = 401, b'{"code":"unauthenticated","message":"IAP: stale token"}', "application/json"
             else:
                 reply = httpx.post(upstream + self.path, content=body, headers={
@@ -273,6 +277,30 @@ def edge() -> dict[str, Any]:
     return out
 
 
+def edge_session() -> dict[str, Any]:
+    """A one-host session on the IAP-fronted cluster: its calls go through the edge to the
+    controller's actor proxy, each with the credentials of that moment."""
+    from fray_jupyter.session.session import Session
+
+    minted = fake_google_refresh(float(os.environ.get("LIFETIME", "3600")), False)
+    server, seen = start_edge(os.environ["UPSTREAM"], bool(os.environ.get("REJECT_FIRST")), reject_proxy=True)
+    clusters = Path.home() / ".config" / "marin" / "clusters"
+    (clusters / "edge.yaml").write_text(iap_manifest("edge", f"http://127.0.0.1:{server.server_address[1]}"))
+    with connect(cluster="edge") as client:
+        session = Session.start("edge-nb", ResourceConfig(cpu=0.5, ram="256m", disk="1g"), client=client,
+                                user="alice").wait_ready()
+        try:
+            session.run("x = 20")
+            values = [session.run(cell).values[0].value.data["text/plain"] for cell in ("x + 1", "x + 2")]
+        finally:
+            session.stop()
+    server.shutdown()
+    return {"values": values, "minted": minted,
+            "proxied": [[call["path"].split("/")[-1], call["proxy-authorization"]] for call in seen
+                        if str(call["path"]).startswith("/proxy/")]}
+
+
 if __name__ == "__main__":
     count_resolutions()
-    print(json.dumps({"twin": twin, "cells": cells, "race": race, "edge": edge}[sys.argv[1]]()), flush=True)
+    print(json.dumps({"twin": twin, "cells": cells, "race": race, "edge": edge,
+                      "edge_session": edge_session}[sys.argv[1]]()), flush=True)

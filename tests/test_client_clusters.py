@@ -230,6 +230,19 @@ def test_an_expired_login_is_one_line_saying_to_log_in(tmp_path: Path, iris_url:
     assert seen["resolutions"] == ["edge", "edge"]  # re-resolved once (a new login may be in the store)
 
 
+def test_a_session_through_the_edge_sends_fresh_credentials_and_renews_refused_ones(tmp_path: Path,
+                                                                                   iris_url: str) -> None:
+    """A session on an IAP-fronted cluster reaches its host through the edge and the controller's actor
+    proxy: each call carries the token of that moment (here each lives inside the refresh margin, so
+    every call mints one), and a call the edge refuses as stale renews the login and is sent again."""
+    seen = run_child("edge_session", edge_home(tmp_path), UPSTREAM=iris_url, LIFETIME="120", REJECT_FIRST="1")
+    assert seen["values"] == ["21", "22"]
+    calls = seen["proxied"]
+    assert [method for method, _ in calls] == ["Call"] * 4, calls  # three cells, the refused first sent again
+    tokens = [token for _, token in calls]
+    assert len(set(tokens)) == len(tokens) and all(token in [f"Bearer {t}" for t in seen["minted"]] for token in tokens)
+
+
 def test_a_call_the_edge_refuses_re_resolves_the_cluster_once_and_is_sent_again(tmp_path: Path,
                                                                                  iris_url: str) -> None:
     seen: dict[str, Any] = run_child("edge", edge_home(tmp_path), UPSTREAM=iris_url, REJECT_FIRST="1")

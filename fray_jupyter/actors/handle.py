@@ -14,7 +14,9 @@ Rules:
   ``unavailable`` answer makes the handle look the name up once more and send the call again only
   to a new address (the actor's task restarted elsewhere); the same address or no registration is
   the error, naming the actor, where it was and its task. A connection lost mid-call is the error at
-  once (the method may have run: nothing is sent twice).
+  once (the method may have run: nothing is sent twice). A call through a controller's proxy that
+  it refuses as ``unauthenticated`` (before anything ran) renews the credentials and is sent once
+  more (``resolver.Resolved.renew``).
 * ``submit`` starts the call with ``StartOperation`` and polls ``GetOperation`` (5 ms, doubling to
   0.25 s: a caller learns an operation ended within a quarter second, at four small calls a
   second while it runs); ``result(timeout)`` past its timeout cancels the operation and raises
@@ -121,7 +123,8 @@ class Connection:
         size = sum(len(piece) for piece in pieces)
         # a small body goes in one send with the headers (http.client joins bytes to them)
         body: bytes | tuple[bytes, ...] = b"".join(pieces) if size <= SMALL_BODY else pieces
-        headers = {**self._headers, "content-length": str(size)}
+        credentials = self.where.auth() if self.where.auth is not None else {}
+        headers = {**self._headers, **credentials, "content-length": str(size)}
         conn = self._checkout()
         try:
             assert conn.sock is not None
@@ -248,6 +251,15 @@ class ActorHandle:
             self._where, self._connection = where, Connection(where)
             return self._connection
 
+    def _reresolve(self, failed: Connection) -> Connection:
+        """A new lookup and connection once the credentials were renewed (a named cluster resolved
+        again may be at another URL)."""
+        with self._lock:
+            where = self._lookup()
+            failed.close()
+            self._where, self._connection = where, Connection(where)
+            return self._connection
+
     def rpc(self, method: str, request: Message | tuple[bytes, ...], response_type: type[M], timeout: float | None = None,
             unwrap: Callable[[M], Any] = lambda answer: answer) -> Any:
         """One RPC to the actor under the module's failure rules; ``unwrap(answer)`` (which may
@@ -263,6 +275,11 @@ class ActorHandle:
                     raise actor_unavailable(self._name, str(lost)) from None
                 connection = self._replace(connection, str(lost))
             except wire.ActorRefused as refused:
+                renew = connection.where.renew
+                if refused.code == "unauthenticated" and renew is not None and not attempt:
+                    renew()  # the proxy refused the credentials before the call ran: renew them, send it again
+                    connection = self._reresolve(connection)
+                    continue
                 if refused.code != "unavailable":
                     raise
                 if attempt:

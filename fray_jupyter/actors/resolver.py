@@ -6,7 +6,8 @@ Rules:
   (``ListEndpoints``, exact name) and calls the address the task registered (task to task, as
   Iris's ``NamespacedResolver``); with ``proxy=True`` calls go through the controller's actor proxy
   (``<url>/proxy/<name>``, what ``iris actor call`` uses) with the client's own credentials, for a
-  caller outside the cluster's network.
+  caller outside the cluster's network: asked for at each call (a named cluster's token is
+  refreshed before it expires), and renewed once when the proxy refuses them.
 * ``FixedResolver(address)`` is one known address (an actor the kernel serves itself).
 * Inside an Iris task a handle that came without a resolver (unpickled from a job's arguments)
   uses the registry of the task's own controller (``task_resolver``).
@@ -15,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -25,11 +27,16 @@ from fray_jupyter.iris.proto.controller_pb2 import Controller
 
 @dataclass(frozen=True)
 class Resolved:
-    """Where to send an actor's calls: the base URL, headers to add, and the task serving it ("" unknown)."""
+    """Where to send an actor's calls: the base URL, headers to add, and the task serving it ("" unknown);
+    through a controller's proxy also ``auth`` (the caller's credentials now, asked for each call, so a
+    token is refreshed before it expires) and ``renew`` (what to do when the proxy refuses them:
+    resolve the named cluster again, as the client does for its own calls)."""
 
     base: str
     headers: dict[str, str] = field(default_factory=dict)
     task_id: str = ""
+    auth: Callable[[], Mapping[str, str]] | None = field(default=None, compare=False)
+    renew: Callable[[], None] | None = field(default=None, compare=False)
 
 
 class Resolver(Protocol):
@@ -55,7 +62,8 @@ class RegistryResolver:
     def resolved(self, endpoint: Controller.Endpoint) -> Resolved:
         """Where the calls to a listed endpoint go."""
         if self.proxy:
-            return Resolved(wire.proxy_base(self.client.url, endpoint.name), self.client.auth_headers(), endpoint.task_id)
+            return Resolved(wire.proxy_base(self.client.url, endpoint.name), {}, endpoint.task_id,
+                            auth=self.client.auth_headers, renew=self.client.reauthenticate)
         return Resolved(endpoint.address.rstrip("/"), dict(endpoint.metadata), endpoint.task_id)
 
     def resolve(self, name: str) -> Resolved | None:

@@ -186,6 +186,13 @@ class FrayClient:
             headers.update(self.cluster.headers())
         return headers
 
+    def reauthenticate(self) -> None:
+        """Resolve the named cluster again and reconnect, as a call it refuses as unauthenticated
+        makes this client do (after ``iris login``, or for a token the edge calls stale); nothing
+        for a client of a URL."""
+        if self.cluster is not None:
+            self._reopen(self._transport)
+
     @property
     def user(self) -> str:
         """The user whose jobs ``list`` shows by default: the one given, else as Iris names a
