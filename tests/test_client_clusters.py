@@ -120,12 +120,11 @@ def test_a_cell_sends_the_current_directory_and_iris_s_setup_as_iris_job_run_doe
 
     seen = run_child("cells", marin_home(tmp_path, {"twin": TWIN_MANIFEST}), IRIS_USER="alice")
     iris_own = build_runtime_entrypoint(IrisEntrypoint.from_command("true"), EnvironmentSpec().to_proto())
-    assert "[0] has-helper True bundle-id True" in seen["stdout"]
+    assert seen["task_lines"] == {"bundled": "has-helper True bundle-id True", "bare": "has-helper False bundle-id False"}
     assert "bundled every file under it (minus caches and venvs): 2 files, 0.0 MiB zipped" in seen["stdout"]
     assert seen["bundled"]["bundle_id"] != ""
     assert seen["bundled"]["setup_commands"] == list(iris_own.setup_commands)  # uv sync, then runtime deps
     assert len(seen["bundled"]["setup_commands"]) == 2
-    assert "[0] has-helper False bundle-id False" in seen["stdout"]
     assert seen["bare"] == {"bundle_id": "", "setup_commands": [], "setup_scripts": []}
     assert "[step/0] step ran" in seen["coord_stdout"] and "job /alice/coord SUCCEEDED" in seen["coord_stdout"]
     assert 'data-job-id="/alice/coord" data-state="succeeded" data-final="true"' in seen["coord_snapshot"]
