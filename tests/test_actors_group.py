@@ -192,3 +192,15 @@ def test_a_call_to_a_missing_actor_says_so_at_once(client: FrayProtocolClient) -
     with pytest.raises(unavailable_type(), match=f"actor /{USER}/no-such-job/ctr-0: no endpoint by this name in "
                                                  f"the endpoint registry of {client.client.url}"):
         missing.add()
+
+
+@pytest.mark.parametrize("waited", [0.0, 0.5, 3.0, 19.0, 600.0])
+def test_a_wait_looks_again_within_a_tenth_of_its_own_time(waited: float) -> None:
+    from fray_jupyter.actors.group import POLL_MAX, POLL_SOON, poll_delay
+
+    delay, seen = 0.05, []
+    for _ in range(12):
+        delay = poll_delay(delay, waited)
+        seen.append(delay)
+    assert seen[0] == min(0.1, max(POLL_SOON, waited / 10))  # doubles from the first pause
+    assert max(seen) == min(max(POLL_SOON, waited / 10), POLL_MAX)  # a tenth of the wait, within its bounds

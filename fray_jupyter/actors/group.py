@@ -5,9 +5,11 @@ Rules:
 
 * ``discover_new()`` is one ``ListEndpoints`` (prefix ``{job_id}/{name}-``) and returns the
   handles not returned before, in index order; ``ready_count`` counts those found so far.
-* ``wait_ready(count=None, timeout=900)`` (Fray's Iris default) polls (50 ms doubling to 2 s) until
-  ``count`` (default: all) are registered and returns the first ``count`` handles; a job that ends
-  first fails it at once with its error (``RuntimeError``), ``TimeoutError`` after ``timeout``.
+* ``wait_ready(count=None, timeout=900)`` (Fray's Iris default) polls until ``count`` (default:
+  all) are registered and returns the first ``count`` handles; a job that ends first fails it at
+  once with its error (``RuntimeError``), ``TimeoutError`` after ``timeout``. The pause between two
+  looks (``poll_delay``) doubles from 50 ms but stays within a tenth of the time waited so far (at
+  least 0.25 s, at most 2 s): a member that registers is found soon after, however long it took.
 * ``is_done()``: the job has ended; ``shutdown()`` stops it (its endpoints go with its tasks).
 * A group pickles to ``{name, count, job_id}``; unpickled inside an Iris task it uses that task's
   controller.
@@ -24,8 +26,16 @@ from fray_jupyter.client.client import FrayClient
 from fray_jupyter.iris.states import is_job_finished, job_state_name
 
 POLL_FIRST: Final[float] = 0.05
+POLL_SOON: Final[float] = 0.25
 POLL_MAX: Final[float] = 2.0
 WAIT_READY_TIMEOUT: Final[float] = 900.0
+
+
+def poll_delay(previous: float, waited: float, most: float = POLL_MAX) -> float:
+    """The next pause of a wait that has lasted ``waited`` seconds: double ``previous``, but at most
+    a tenth of ``waited`` (never under ``POLL_SOON``) and at most ``most``; so what the wait is for
+    is seen within about a tenth of its own time, and a long wait asks seldom."""
+    return min(previous * 2, max(POLL_SOON, waited / 10), most)
 
 
 def _member_index(endpoint_name: str) -> int:
@@ -91,7 +101,8 @@ class ActorGroup:
     def wait_ready(self, count: int | None = None, timeout: float = WAIT_READY_TIMEOUT) -> list[ActorHandle]:
         """The first ``count`` members' handles once registered (see the module rules)."""
         target = self.count if count is None else count
-        deadline, delay = time.monotonic() + timeout, POLL_FIRST
+        started = time.monotonic()
+        deadline, delay = started + timeout, POLL_FIRST
         while True:
             self.discover_new(target)
             if len(self._handles) >= target:
@@ -104,7 +115,7 @@ class ActorGroup:
             if time.monotonic() + delay > deadline:
                 raise TimeoutError(f"only {len(self._handles)}/{target} actors of {self.job_id} ready after {timeout:g} s")
             time.sleep(delay)
-            delay = min(delay * 2, POLL_MAX)
+            delay = poll_delay(delay, time.monotonic() - started)
 
     def is_done(self) -> bool:
         """Whether the group's job has ended (no member will come up again)."""

@@ -47,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from fray_jupyter.actors import wire
-from fray_jupyter.actors.group import ActorGroup
+from fray_jupyter.actors.group import ActorGroup, poll_delay
 from fray_jupyter.actors.handle import ActorHandle
 from fray_jupyter.actors.host import PORT_NAME
 from fray_jupyter.actors.resolver import RegistryResolver
@@ -202,7 +202,7 @@ class Session:
     def wait_ready(self, on_change: Notify | None = None) -> Session:
         """Wait, with no timeout, until every host serves (the module rules); the session."""
         group = self._require_group()
-        said, delay = "", POLL_FIRST
+        said, delay, started = "", POLL_FIRST, time.monotonic()
         while True:
             self._check_usable()
             group.discover_new()
@@ -226,7 +226,7 @@ class Session:
                 on_change(text)
             said = text
             time.sleep(delay)
-            delay = min(delay * 2, POLL_MAX)
+            delay = poll_delay(delay, time.monotonic() - started, POLL_MAX)
 
     def stop(self, *, wait: bool = True) -> None:
         """Terminate the session's job (idempotent) and, with ``wait``, wait until it has ended."""
@@ -235,10 +235,10 @@ class Session:
             return
         self.stopped = True
         self.client.terminate(self.job_id)
-        delay = POLL_FIRST
+        delay, started = POLL_FIRST, time.monotonic()
         while wait and not is_job_finished(self.client.state([self.job_id])[self.job_id]):
             time.sleep(delay)
-            delay = min(delay * 2, POLL_MAX)
+            delay = poll_delay(delay, time.monotonic() - started, POLL_MAX)
 
     def restart(self) -> Session:
         """Stop the job and start the same request again (new processes, state lost); not ready yet."""
