@@ -398,6 +398,25 @@ def test_serve_runs_only_on_the_main_thread_and_execute_needs_it() -> None:
         HostEngine(keep_cells=0)
 
 
+def test_a_shutdown_asked_before_serving_began_is_kept() -> None:
+    """An idle timeout can pass while the task is still starting: that shutdown must end the serve
+    that begins after it, or the host would hold its slice for ever (CI saw one)."""
+    engine = HostEngine(1)
+    engine.shutdown()
+    served = threading.Event()
+    hung: list[bool] = []
+
+    def guard() -> None:  # a lost shutdown would hang serve(): fail instead, after a generous bound
+        if not served.wait(30):
+            hung.append(True)
+            engine.shutdown()
+
+    threading.Thread(target=guard, daemon=True).start()
+    engine.serve()
+    served.set()
+    assert not hung, "serve() waited although shutdown() was asked for before it began"
+
+
 def serving(engine: HostEngine, drive: Callable[[], None]) -> None:
     """Serve ``engine`` on this (the main) thread while ``drive`` calls it from another thread."""
     failures: list[BaseException] = []

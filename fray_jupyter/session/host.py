@@ -101,14 +101,16 @@ class HostEngine:
 
     # -- the main thread ---------------------------------------------------------------------
     def serve(self) -> None:
-        """Run cells on this (the main) thread until :meth:`shutdown`; see the module rules."""
+        """Run cells on this (the main) thread until :meth:`shutdown`; see the module rules. A
+        shutdown asked for before it began (an idle timeout that passed while the task was still
+        starting) makes it return at once."""
         if threading.current_thread() is not threading.main_thread():
             raise SessionError("serve() must run on the main thread: SIGINT, which interrupts a cell, "
                                "reaches only the main thread")
         with self._lock:
             if self._serving:
                 raise SessionError(f"host {self.host} is already serving")
-            self._serving, self._stopping = True, False
+            self._serving = True
             self._main_thread = threading.get_ident()
             self._wake.notify_all()
         saved = sys.stdout, sys.stderr, sys.modules.get("__main__")
