@@ -24,6 +24,10 @@ J = job_pb2
 FOREVER_REASONS: Final[tuple[str, ...]] = ("no_matching_group:", "coschedule_mismatch:", "insufficient_resources:")
 """Routing reasons after ``Unsatisfied autoscaler demand: `` that no scale-up or finished job changes
 (Iris's ``routing.py``); ``no_capacity:`` and ``tier_blocked:`` are transient."""
+RESCHEDULE_S: Final[float] = 11.0
+"""How long a job that says it pends for ever is watched once the rest of its batch is done: just
+over one of Iris's scheduling passes (``scheduler_min_interval``, 10 s), so capacity the others held
+has been offered to it."""
 STARTED: Final[frozenset[int]] = frozenset({J.JOB_STATE_RUNNING, J.JOB_STATE_SUCCEEDED, J.JOB_STATE_FAILED,
                                            J.JOB_STATE_KILLED, J.JOB_STATE_WORKER_FAILED})
 
@@ -115,16 +119,33 @@ def settle(client: FrayClient, job_ids: Iterable[str], *, timeout: float = 180.0
            finished: bool = True) -> dict[str, Outcome]:
     """Wait for every job's verdict (and, with ``finished``, for every job that runs to end). A job still
     undecided after ``timeout`` is reported as ``undecided`` with its state and reason: a test failure,
-    never a verdict."""
+    never a verdict.
+
+    A job pending with a reason Iris gives for ever is decided so only once no other job of the batch
+    has been undecided or running for ``RESCHEDULE_S``: a gang that waits for workers another job of
+    the batch holds gets the same autoscaler reason (``coschedule_mismatch``: a new slice would not
+    fit it) until they are free and Iris has scheduled again, and then runs (CI saw a loaded machine
+    order the corpus so)."""
     pending = list(job_ids)
     decided: dict[str, Outcome] = {}
+    forever: set[str] = set()  # says it pends for ever now
+    contended: set[str] = set()  # said so while another job of the batch was undecided or running
+    free_since: float | None = None  # since when no job of the batch is undecided or running
     deadline = time.monotonic() + timeout
     delay = 0.05
     while pending:
+        busy = set(pending) - forever
+        free_since = None if busy else free_since if free_since is not None else time.monotonic()
         for job_id in list(pending):
             status = client.status(job_id)
             found = outcome(status)
-            if found is None or (finished and found.verdict == "runs" and status.state == J.JOB_STATE_RUNNING):
+            says_forever = found is not None and found.verdict == "pending"
+            (forever.add if says_forever else forever.discard)(job_id)
+            if says_forever and busy - {job_id}:
+                contended.add(job_id)
+            held = says_forever and job_id in contended and (
+                free_since is None or time.monotonic() - free_since < RESCHEDULE_S)
+            if held or found is None or (finished and found.verdict == "runs" and status.state == J.JOB_STATE_RUNNING):
                 if time.monotonic() > deadline:
                     decided[job_id] = Outcome("undecided", status.state, status.pending_reason)
                     pending.remove(job_id)
