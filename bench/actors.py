@@ -49,9 +49,9 @@ class Echo:
         return value
 
 
-def median_call_ms(call: Callable[[], Any], calls: int) -> float:
-    """The median of ``calls`` timed calls, in ms, after ``WARMUP`` untimed ones."""
-    for _ in range(WARMUP):
+def median_call_ms(call: Callable[[], Any], calls: int, warmup: int = WARMUP) -> float:
+    """The median of ``calls`` timed calls, in ms, after ``warmup`` untimed ones."""
+    for _ in range(warmup):
         call()
     times = []
     for _ in range(calls):

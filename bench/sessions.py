@@ -13,18 +13,16 @@ an interrupt to every host stopped ≤ 0.5 s; a 100 MB push to every host ≤ 2 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.actors import embedded
+from bench.actors import embedded, median_call_ms
 from bench.results import Figure, record, skipped
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.controller import iris_local
@@ -44,17 +42,6 @@ INTERRUPT_GOAL_S: Final = 0.5
 PUSH_GOAL_S: Final = 2.0
 
 
-def median_ms(call: Callable[[], object], runs: int) -> float:
-    """The median of ``runs`` timed calls, in ms, after one untimed call."""
-    call()
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
-
-
 def cold_job_ms(client: FrayClient, hosts: int, runs: int) -> float:
     """The median time, in ms, of a fresh job of ``hosts`` tasks running ``CELL`` to its end."""
     def once() -> None:
@@ -63,7 +50,7 @@ def cold_job_ms(client: FrayClient, hosts: int, runs: int) -> float:
         job_id = client.submit(plan(job, user="bench", existing_job_policy="unspecified"))
         client.wait(job_id)
 
-    return median_ms(once, runs)
+    return median_call_ms(once, runs, warmup=1)
 
 
 def ipyparallel_ms(hosts: int, cells: int) -> float | None:
@@ -74,14 +61,14 @@ def ipyparallel_ms(hosts: int, cells: int) -> float | None:
         return None
     with ipyparallel.Cluster(n=hosts) as rc:
         view = rc[:]
-        return median_ms(lambda: view.execute(CELL, block=True), cells)
+        return median_call_ms(lambda: view.execute(CELL, block=True), cells, warmup=1)
 
 
 def session_figures(client: FrayClient, where: str, hosts: int, cells: int, extras: bool) -> float:
     """A session's warm cell (and, with ``extras``, interrupt and push); the warm cell's ms."""
     session = Session.start(f"bench-{time.time_ns()}", SMALL, client=client, replicas=hosts, user="bench").wait_ready()
     try:
-        warm = median_ms(lambda: session.run(CELL), cells)
+        warm = median_call_ms(lambda: session.run(CELL), cells, warmup=1)
         if extras:
             interrupt_s(session, hosts)
             push_s(session, hosts)
