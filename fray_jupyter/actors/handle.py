@@ -234,28 +234,20 @@ class ActorHandle:
                                                 "(its task has not registered yet, or has ended)")
         return where
 
-    def _replace(self, failed: Connection, why: str) -> Connection:
+    def _replace(self, failed: Connection, why: str, *, renewed: bool = False) -> Connection:
         """After ``failed`` could not reach the actor: a connection to its new address, or
-        ``ActorUnavailable`` when it has none."""
+        ``ActorUnavailable`` when it has none. With ``renewed`` (the credentials were renewed) the
+        same address is taken again: a named cluster resolved again may be at another URL, or not."""
         with self._lock:
             if self._connection is not failed and self._connection is not None:
                 return self._connection
             old = failed.where
             task = f" (task {old.task_id})" if old.task_id else ""
             where = self.resolver().resolve(self._name)
-            if where is None or where.base == old.base:
+            if where is None or (where.base == old.base and not renewed):
                 state = "no longer registered" if where is None else "still registered there"
                 raise actor_unavailable(self._name, f"{why}; its endpoint {old.base}{task} is {state}: the actor "
                                                     "is gone (see its job's status and logs)")
-            failed.close()
-            self._where, self._connection = where, Connection(where)
-            return self._connection
-
-    def _reresolve(self, failed: Connection) -> Connection:
-        """A new lookup and connection once the credentials were renewed (a named cluster resolved
-        again may be at another URL)."""
-        with self._lock:
-            where = self._lookup()
             failed.close()
             self._where, self._connection = where, Connection(where)
             return self._connection
@@ -278,7 +270,7 @@ class ActorHandle:
                 renew = connection.where.renew
                 if refused.code == "unauthenticated" and renew is not None and not attempt:
                     renew()  # the proxy refused the credentials before the call ran: renew them, send it again
-                    connection = self._reresolve(connection)
+                    connection = self._replace(connection, f"{connection.where.base} answered {refused}", renewed=True)
                     continue
                 if refused.code != "unavailable":
                     raise
