@@ -56,6 +56,7 @@ TELEMETRY_REFUSAL: Final[bytes] = json.dumps({"error": {
 """The answer to a telemetry batch (``TELEMETRY_PATH``): a 404 in the log server's error shape, which
 rigging's exporter takes as a rejection at once (an error it would retry holds a Zephyr coordinator's
 shutdown for the exporter's 5 s flush)."""
+_TELEMETRY_PROXY_PATH: Final[str] = proxied(TELEMETRY_PATH)
 _CODECS: Final[dict[str, str]] = {"application/proto": "proto", "application/json": "json"}
 
 Scope = MutableMapping[str, Any]
@@ -122,7 +123,7 @@ class ConnectApp:
             return 200, "application/json", json.dumps(await handler()).encode()
         if path == CHANGE_FEED_PATH and self.feed is not None:
             return await self._wait_for_changes(self.feed, scope, receive)
-        if path == proxied(TELEMETRY_PATH):
+        if path == _TELEMETRY_PROXY_PATH:
             self._authenticate(scope)
             return 404, "application/json", TELEMETRY_REFUSAL
         if path == CLUSTER_PROFILE_PATH and self.profile is not None:
