@@ -21,9 +21,7 @@ from fray_jupyter.actors.handle import ActorHandle
 from fray_jupyter.actors.resolver import RegistryResolver
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.clusters import marin_unavailable
-from fray_jupyter.client.errors import FrayError
 from fray_jupyter.fray_protocol import FrayProtocolClient
-from fray_jupyter.iris.proto.controller_pb2 import Controller
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
 from tests.real_iris import real_iris_controller
 
@@ -81,13 +79,6 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
                                                      "--pass-env", "PYTHONPATH")
     try:
         with FrayClient(controller.info.url, controller.info.token) as client:
-            probe = Controller.RegisterEndpointRequest(name="/probe/x-0", address="http://127.0.0.1:1",
-                                                       task_id="/probe/none/0")
-            try:
-                client.register_endpoint(probe)
-            except FrayError as error:
-                if error.code == "unimplemented":
-                    pytest.skip("this embedded controller has no endpoint registry yet")
             yield client
     finally:
         stop_quietly(controller)
