@@ -7,8 +7,8 @@ jobs), and beside Marin's own ``FrayIrisClient`` on the twin (the peer with the 
 
 Run: ``python bench/actors.py [--calls N] [--records N]``. Goals: a call ≤ 2 ms on the embedded
 controller (median of ``--calls`` blocking calls, after a warm-up); the Zephyr pipeline within 2× of
-``LocalClient``. A peer that cannot run here (marin-fray or marin-zephyr not installed, a controller
-without an endpoint registry) gets a ``skipped`` row saying why.
+``LocalClient``. A peer that cannot run here (marin-fray or marin-zephyr not installed) gets a
+``skipped`` row saying why.
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.results import Figure, record, skipped
 from fray_jupyter.client.client import FrayClient
-from fray_jupyter.client.errors import FrayError
 from fray_jupyter.controller import iris_local
 from fray_jupyter.fray_protocol import FrayProtocolClient
-from fray_jupyter.iris.proto.controller_pb2 import Controller
 from tests.controller_harness import start_controller, stop_quietly
 
 BENCH: Final[str] = "actors"
@@ -59,18 +57,6 @@ def median_call_ms(call: Callable[[], Any], calls: int, warmup: int = WARMUP) ->
         call()
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
-
-
-def has_registry(client: FrayClient) -> str:
-    """"" when the controller serves ``RegisterEndpoint``, else why not."""
-    probe = Controller.RegisterEndpointRequest(name="/bench/probe-0", address="http://127.0.0.1:1",
-                                               task_id="/bench/none/0")
-    try:
-        client.register_endpoint(probe)
-    except FrayError as error:
-        if error.code == "unimplemented":
-            return f"this controller has no endpoint registry: {error}"
-    return ""
 
 
 def group_call_ms(client: FrayClient, calls: int) -> float:
@@ -152,14 +138,10 @@ def main() -> None:
         local_ms = local_call_ms(args.calls)
         record(Figure(BENCH, "call round trip, Fray LocalClient (in-process)", f"{local_ms:.3f} ms"))
         with embedded(scratch) as client:
-            why = has_registry(client)
-            if why:
-                record(skipped(BENCH, "call round trip, embedded controller", f"≤ {CALL_GOAL_MS:g} ms", why))
-            else:
-                ms = group_call_ms(client, args.calls)
-                record(Figure(BENCH, "call round trip, embedded controller", f"{ms:.3f} ms ({ms / local_ms:.1f}× LocalClient)",
-                              f"≤ {CALL_GOAL_MS:g} ms", ms <= CALL_GOAL_MS))
-            embedded_s = zephyr(args.records, scratch, client, why)
+            ms = group_call_ms(client, args.calls)
+            record(Figure(BENCH, "call round trip, embedded controller", f"{ms:.3f} ms ({ms / local_ms:.1f}× LocalClient)",
+                          f"≤ {CALL_GOAL_MS:g} ms", ms <= CALL_GOAL_MS))
+            embedded_s = zephyr(args.records, scratch, client)
         with iris_local.iris_local_cluster(scratch / "twin") as url, FrayClient(url) as twin:
             ms = group_call_ms(twin, args.calls)
             record(Figure(BENCH, "call round trip, Iris twin (fray_client)", f"{ms:.3f} ms ({ms / local_ms:.1f}× LocalClient)"))
@@ -167,7 +149,7 @@ def main() -> None:
                 zephyr_on_twin(args.records, scratch, url, embedded_s)
 
 
-def zephyr(records: int, scratch: Path, client: FrayClient, why: str) -> float | None:
+def zephyr(records: int, scratch: Path, client: FrayClient) -> float | None:
     """Zephyr on ``LocalClient`` and on the embedded controller (``client``); the embedded run's
     seconds (None: it could not run here, said as a skipped figure)."""
     name, goal = f"Zephyr pipeline of {records:,} records, embedded controller", f"≤ {ZEPHYR_GOAL_RATIO:g}× LocalClient"
@@ -175,9 +157,6 @@ def zephyr(records: int, scratch: Path, client: FrayClient, why: str) -> float |
         import zephyr  # noqa: F401
     except ImportError as error:
         record(skipped(BENCH, name, goal, f"marin-zephyr is not installed: {error}"))
-        return None
-    if why:
-        record(skipped(BENCH, name, goal, why))
         return None
     from fray.local_backend import LocalClient
 
