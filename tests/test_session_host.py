@@ -304,12 +304,23 @@ def test_an_interrupt_names_the_cell_it_is_for(host: HostProcess) -> None:
 
 
 def test_each_delivered_interrupt_reaches_a_cell_that_caught_the_last(host: HostProcess) -> None:
-    source = ("caught = 0\nwhile True:\n    try:\n        while True:\n            pass\n"
-              "    except KeyboardInterrupt:\n        caught += 1\n        if caught == 2:\n            raise")
+    # ``entered`` counts the times the cell is inside its ``try``: an interrupt is sent only then (one
+    # sent while "running" but before the first line, or in the ``except``, is not the rule's case)
+    source = ("caught = entered = 0\nwhile True:\n    try:\n        entered += 1\n        while True:\n"
+              "            pass\n    except KeyboardInterrupt:\n        caught += 1\n        if caught == 2:\n"
+              "            raise")
+
+    def pulled(name: str) -> object:
+        try:
+            return cloudpickle.loads(host.call("pull", [name])[name])
+        except SessionError:  # the cell has not bound it yet
+            return None
+
     cell, future = start_running(host, source)
+    wait_until(lambda: pulled("entered") == 1, "the cell is inside its try")
     host.call("interrupt", cell)
-    wait_until(lambda: cloudpickle.loads(host.call("pull", ["caught"])["caught"]) == 1,
-               "the first interrupt is caught (pull works while a cell runs)")
+    wait_until(lambda: pulled("entered") == 2, "the cell caught the interrupt and is inside its try again")
+    assert pulled("caught") == 1  # the first interrupt is caught (pull works while a cell runs)
     host.call("interrupt", cell)
     assert future.result().interrupted  # type: ignore[attr-defined]
     assert value(run(host, "caught")) == "2"
