@@ -3,14 +3,19 @@ of what one shows read that run's outputs)."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.iris.user import USER_ENV
@@ -18,7 +23,8 @@ from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, read_runtime_file
 from tests.jupyter_isolation import isolated_jupyter
 from tests.zephyr_checks import check_zephyr_run
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.ipynb"))
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.ipynb"))
 
 
 _EXECUTED: dict[str, nbformat.NotebookNode] = {}
@@ -115,7 +121,7 @@ def test_coordinator_example_runs_a_tpu_and_an_eval_step_as_children(tmp_path_fa
 
 
 # -- examples/real_iris.md names only commands and flags that exist ---------------------------------
-REAL_IRIS = (Path(__file__).parent.parent / "examples" / "real_iris.md").read_text()
+REAL_IRIS = (ROOT / "examples" / "real_iris.md").read_text()
 
 
 def _flags_after(prefix: str) -> set[str]:
@@ -149,3 +155,52 @@ def test_real_iris_guide_matches_the_code() -> None:
     for fact in (LOG_SERVICE_PATH, REQUIREMENT, DEFAULT_CLIENT_REVISION_DATE, REVISION_DATE_ENV,
                  "FRAY_CONTROLLER_URL", "FRAY_CONTROLLER_TOKEN", "IRIS_USER"):
         assert fact in REAL_IRIS, fact
+
+
+def _imported_modules(notebook: nbformat.NotebookNode) -> set[str]:
+    """The top-level modules a notebook's code cells import, but for those under a ``try`` that
+    catches ``ImportError`` (it has its fallback). Magic and shell lines are skipped; the Python of a
+    ``%%fray`` cell, run in a task or on a session's hosts, counts."""
+    modules: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Try) and any(
+                isinstance(handler.type, ast.Name) and handler.type.id in {"ImportError", "ModuleNotFoundError"}
+                for handler in node.handlers):
+            for child in [*node.handlers, *node.orelse, *node.finalbody]:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            modules.add(node.module.partition(".")[0])
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            visit(ast.parse("\n".join(line for line in cell.source.splitlines()
+                                      if not line.lstrip().startswith(("%", "!")))))
+    return modules
+
+
+def _requirement_names(requirements: list[str]) -> set[str]:
+    return {canonicalize_name(Requirement(text).name) for text in requirements}
+
+
+def test_what_an_example_imports_is_installed_by_scripts_lab() -> None:
+    """scripts/lab installs the package with its examples extra: every module an example imports
+    (outside a ``try``, which has its fallback) comes from the standard library, the package's own
+    dependencies, or that extra, so a new user's first run of each example needs no pip."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    installed = (_requirement_names(project["dependencies"]) | _requirement_names(project["optional-dependencies"]["examples"])
+                 | {"fray-jupyter"})
+    assert '".[examples]"' in (ROOT / "scripts" / "lab").read_text()
+    providers = importlib.metadata.packages_distributions()
+    missing = {}
+    for path in EXAMPLES:
+        for module in sorted(_imported_modules(nbformat.read(path, as_version=4)) - set(sys.stdlib_module_names)):
+            names = {canonicalize_name(name) for name in providers.get(module, [module])}
+            if not names & installed:
+                missing[f"{path.name}: {module}"] = sorted(names)
+    assert not missing, f"imported by an example, installed by neither the package nor its examples extra: {missing}"
