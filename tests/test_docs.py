@@ -4,7 +4,9 @@ a page a newcomer reads in five minutes, pointing only at files that exist."""
 from __future__ import annotations
 
 import functools
+import json
 import re
+import shlex
 import subprocess
 import sys
 from html import unescape
@@ -137,3 +139,30 @@ def test_guide_pages_start_with_a_title() -> None:
     """Each guide page (they are globbed into the docs' table of contents) starts with ``# Title``."""
     untitled = [page.name for page in (DOCS / "guide").glob("*.md") if not page.read_text().startswith("# ")]
     assert untitled == []
+
+
+def _shown_plan_commands() -> list[str]:
+    """The whole ``fray-jupyter plan`` commands the README and the guide show: inline code (which
+    may wrap) and lines of code blocks, those with ``...`` or ``…`` (a command's outline) aside."""
+    commands = []
+    for page in [README, *sorted((DOCS / "guide").glob("*.md"))]:
+        text = page.read_text()
+        shown = [*re.findall(r"`(fray-jupyter plan [^`]+)`", text),
+                 *re.findall(r"^(fray-jupyter plan .+)$", text, re.MULTILINE)]
+        commands += [" ".join(command.split()) for command in shown if "..." not in command and "…" not in command]
+    return commands
+
+
+def test_the_plan_commands_the_docs_show_plan_without_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """A newcomer copies the README's and the guide's commands first: each one plans, with no error
+    in its preview (a job Iris could never place belongs in placement.md, said as such)."""
+    from fray_jupyter.cli import main
+
+    commands = _shown_plan_commands()
+    assert len(commands) >= 3 and any("--slices" in command for command in commands)
+    for command in commands:
+        assert main(shlex.split(command)[1:]) == 0, command
+        shown = capsys.readouterr().out
+        errors = (json.loads(shown)["errors"] if "--json" in command
+                  else re.findall(r"^Errors .*", shown, re.MULTILINE))
+        assert shown and errors == [], (command, errors)
