@@ -165,7 +165,7 @@ def zephyr(records: int, scratch: Path, client: FrayClient) -> float | None:
     (``client``), with Zephyr's default runner and with shards inline; the default run's seconds
     (None: Zephyr cannot run here, said as a skipped figure). The driver imports Zephyr before any
     run is timed, as a notebook has by its second cell."""
-    name = f"Zephyr pipeline of {records:,} records, embedded controller vs Marin's client on the Iris twin"
+    name = zephyr_goal_name(records)
     try:
         import zephyr.context
         import zephyr.dataset
@@ -189,6 +189,11 @@ def zephyr(records: int, scratch: Path, client: FrayClient) -> float | None:
     return ours
 
 
+def zephyr_goal_name(records: int) -> str:
+    """The goal's figure: the embedded controller's Zephyr time over the twin's."""
+    return f"Zephyr pipeline of {records:,} records, embedded controller vs Marin's client on the Iris twin"
+
+
 def zephyr_waves() -> int:
     """Process starts that follow one another off ``LocalClient``: the coordinator's, its workers'
     (side by side), then one per shard a worker runs in turn."""
@@ -210,7 +215,7 @@ def zephyr_floor_seconds() -> float:
 def zephyr_on_twin(records: int, scratch: Path, url: str, embedded_s: float) -> None:
     """The same pipeline through Marin's own ``FrayIrisClient`` on the genuine Iris twin (a job per
     actor group, a subprocess per shard), and the goal: the embedded controller no slower."""
-    name = f"Zephyr pipeline of {records:,} records, embedded controller vs Marin's client on the Iris twin"
+    name = zephyr_goal_name(records)
     goal = f"≤ {ZEPHYR_GOAL_VS_TWIN:g}×"
     try:
         from fray.iris_backend import FrayIrisClient
