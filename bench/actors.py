@@ -43,6 +43,7 @@ from tests.controller_harness import start_controller, stop_quietly
 BENCH: Final[str] = "actors"
 CALL_GOAL_MS: Final[float] = 2.0
 ZEPHYR_GOAL_VS_TWIN: Final[float] = 1.0
+ZEPHYR_GOAL: Final[str] = f"≤ {ZEPHYR_GOAL_VS_TWIN:g}×"
 SHARDS: Final[int] = 8
 """The pipeline's shards (``from_list`` alone makes one per record; a distributed client runs each
 shard in a subprocess of its worker, Zephyr's own choice off ``LocalClient``)."""
@@ -171,7 +172,7 @@ def zephyr(records: int, scratch: Path, client: FrayClient) -> float | None:
         import zephyr.dataset
         import zephyr.runners  # noqa: F401
     except ImportError as error:
-        record(skipped(BENCH, name, f"≤ {ZEPHYR_GOAL_VS_TWIN:g}×", f"marin-zephyr is not installed: {error}"))
+        record(skipped(BENCH, name, ZEPHYR_GOAL, f"marin-zephyr is not installed: {error}"))
         return None
     from fray.local_backend import LocalClient
 
@@ -204,27 +205,23 @@ def zephyr_floor_seconds() -> float:
     """Zephyr's floor off ``LocalClient``: ``zephyr_waves()`` times the median wall time of a fresh
     ``python -m zephyr.shard_subprocess`` (it imports what a shard needs, then, given no task,
     leaves at once)."""
-    times = []
-    for _ in range(IMPORT_RUNS):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-u", "-m", "zephyr.shard_subprocess"], capture_output=True, check=False)
-        times.append(time.perf_counter() - started)
-    return zephyr_waves() * statistics.median(times)
+    command = [sys.executable, "-u", "-m", "zephyr.shard_subprocess"]
+    fresh_ms = median_call_ms(lambda: subprocess.run(command, capture_output=True, check=False), IMPORT_RUNS, warmup=0)
+    return zephyr_waves() * fresh_ms / 1000
 
 
 def zephyr_on_twin(records: int, scratch: Path, url: str, embedded_s: float) -> None:
     """The same pipeline through Marin's own ``FrayIrisClient`` on the genuine Iris twin (a job per
     actor group, a subprocess per shard), and the goal: the embedded controller no slower."""
     name = zephyr_goal_name(records)
-    goal = f"≤ {ZEPHYR_GOAL_VS_TWIN:g}×"
     try:
         from fray.iris_backend import FrayIrisClient
     except ImportError as error:
-        record(skipped(BENCH, name, goal, f"marin-fray's Iris backend cannot load: {error}"))
+        record(skipped(BENCH, name, ZEPHYR_GOAL, f"marin-fray's Iris backend cannot load: {error}"))
         return
     twin = zephyr_seconds(records, scratch, FrayIrisClient(url))
     record(Figure(BENCH, f"Zephyr pipeline of {records:,} records, Marin's client on the Iris twin", f"{twin:.2f} s"))
-    record(Figure(BENCH, name, f"{embedded_s / twin:.2f}×", goal, embedded_s <= ZEPHYR_GOAL_VS_TWIN * twin))
+    record(Figure(BENCH, name, f"{embedded_s / twin:.2f}×", ZEPHYR_GOAL, embedded_s <= ZEPHYR_GOAL_VS_TWIN * twin))
 
 
 if __name__ == "__main__":
