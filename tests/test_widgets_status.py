@@ -316,12 +316,12 @@ def test_pollers_stop_when_the_job_is_replaced_gone_closed_or_the_controller_is_
     fast = {"poll_first": 0.01, "poll_max": 0.02}
     panels = [JobStatusPanel(c, f"/alice/{name}", **fast)  # type: ignore[arg-type]
               for c, name in ((replaced, "r"), (gone, "g"), (closed, "c"))]
-    unreachable.fail_with = ControllerUnreachable("refused", url="http://127.0.0.1:1")
     panels.append(JobStatusPanel(unreachable, "/alice/u", max_failures=5, **fast))  # type: ignore[arg-type]
     first = JobStatusPanel(superseded, "/alice/s", **fast)  # type: ignore[arg-type]
-    _wait_for_pollers(before + 5)
+    _wait_for_pollers(before + 5)  # every poller runs before any cause to stop is given
 
     replaced.submitted_ms = 2_000  # the same name was submitted again
+    unreachable.fail_with = ControllerUnreachable("refused", url="http://127.0.0.1:1")
     gone.missing = True
     panels[2].close()
     second = JobStatusPanel(superseded, "/alice/s", **fast)  # type: ignore[arg-type]  # the cell ran again
