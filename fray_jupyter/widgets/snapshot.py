@@ -94,10 +94,11 @@ def read_snapshot(client: FrayClient, job_id: str, *, settle: float = 0.0) -> Jo
 
 def diagnosed_html(tree: JobTree, diagnosis: Diagnosis | None, rows: Sequence[ShownLine],
                    label: Callable[[LogEntry], str], failed: Sequence[FailedChild], *,
-                   beside_panel: bool = True) -> str:
+                   taken_ms: int | None = None, beside_panel: bool = True) -> str:
     """``views.snapshot.snapshot_html`` of ``tree`` with what ``diagnosis`` explains of its root (its
-    tasks, retry limits, root causes and status texts; None: not read yet, so none of them)."""
+    tasks, retry limits, root causes and status texts; None: not read yet, so none of them), as read at
+    ``taken_ms`` (None: now)."""
     if diagnosis is None:
-        return snapshot_html(tree, (), rows, label, failed=failed, beside_panel=beside_panel)
+        return snapshot_html(tree, (), rows, label, failed=failed, taken_ms=taken_ms, beside_panel=beside_panel)
     return snapshot_html(tree, diagnosis.tasks, rows, label, limits=diagnosis.limits, root_causes=diagnosis.root_causes,
-                         status_texts=diagnosis.details, failed=failed, beside_panel=beside_panel)
+                         status_texts=diagnosis.details, failed=failed, taken_ms=taken_ms, beside_panel=beside_panel)

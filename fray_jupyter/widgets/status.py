@@ -88,6 +88,7 @@ class JobStatusPanel(widgets.VBox):
         self.ended = ""  # why the poller stopped for good (replaced, gone, unreachable), else ""
         self._failures = 0
         self.diagnosis: Diagnosis | None = None
+        self.polled_ms: int | None = None  # when ``diagnosis`` was read
         self.tree: JobTree | None = None
         self.failed_below: list[FailedChild] = []
         self.snapshot = SnapshotOutput()
@@ -219,7 +220,7 @@ class JobStatusPanel(widgets.VBox):
         self.stop()
 
     def _poll(self) -> bool:
-        was_done = self.done
+        was_done, polled_ms = self.done, view.now_ms()
         diagnosis = diagnose(self.client, self.job_id)
         status = diagnosis.status
         if self.status is not None and status.submitted_at.epoch_ms != self.status.submitted_at.epoch_ms:
@@ -241,7 +242,7 @@ class JobStatusPanel(widgets.VBox):
         if view.is_terminal(status) and status.state != job_pb2.JOB_STATE_SUCCEEDED and (
                 [job.job_id for job in tree.failed()] != [child.status.job_id for child in self.failed_below]):
             self.failed_below = failed_children(self.client, tree)
-        self.diagnosis, self.tree = diagnosis, tree
+        self.diagnosis, self.tree, self.polled_ms = diagnosis, tree, polled_ms
         return changed
 
     def _follow_logs(self, job_id: str, include_children: bool) -> None:
@@ -339,12 +340,13 @@ class JobStatusPanel(widgets.VBox):
             self.snapshot.update(self.snapshot_html())
 
     def snapshot_html(self) -> str:
-        """The static snapshot of what the panel shows now (``views.snapshot``)."""
+        """The static snapshot of what the panel shows now (``views.snapshot``), dated by the poll it
+        shows: the same state drawn twice is the same bytes."""
         with self._lock:
-            diagnosis, failed = self.diagnosis, self.failed_below
+            diagnosis, failed, polled_ms = self.diagnosis, self.failed_below, self.polled_ms
             tree = self.tree or JobTree(self.status or job_pb2.JobStatus(job_id=self.job_id))
             rows = list(self.logs.rows)
-        return diagnosed_html(tree, diagnosis, rows, self.logs.label, failed)
+        return diagnosed_html(tree, diagnosis, rows, self.logs.label, failed, taken_ms=polled_ms)
 
     @staticmethod
     def _outputs_html(tasks: tuple[job_pb2.TaskStatus, ...]) -> str:
