@@ -270,6 +270,7 @@ def test_jobs_lists_my_top_level_jobs_by_default_and_others_on_request(ip: Inter
     client.wait(client.submit(plan(job, user="bob")), timeout=30)
     with capture_output():
         fray(ip, "--wait --name mine-listed", "print(1)\n")
+        fray(ip, "--wait --name mine-listed-too", "print(2)\n")  # a second page whatever ran before
 
     def table(line: str) -> str:
         with capture_output() as captured:
