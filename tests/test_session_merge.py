@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cloudpickle
 import pytest
 
 from fray_jupyter.session.merge import HostLost, HostReply, LinePrefixer, LiveOutputs, MergeOptions, merge
@@ -170,17 +171,25 @@ def test_real_hosts_merge_and_a_killed_host_reads_as_lost_with_no_replay(tmp_pat
     """Four host processes: a cell's outputs merge; one host that ignores interrupts is reported by
     the caller; killing it makes the merge say lost, and the words list the cells, replaying none."""
     with hosts(4, tmp_path) as gang:
-        cells = [CellRun("c1", "count = 0"), CellRun("c2", "count += 1\nprint('count', count)")]
+        cells = [CellRun("c1", "count = entered = 0"), CellRun("c2", "count += 1\nprint('count', count)")]
         for cell in cells:
             replies = {host.host: future.result() for host, future in zip(gang, on_every(gang, "execute", cell.cell_id, cell.source),
                                                                           strict=True)}
         merged = merge(replies, MergeOptions(group_outputs="engine"))
         assert shown(merged.outputs) == ["stdout:" + "".join(f"[host {i}] count 1\n" for i in range(4))]
-        stubborn = "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass"
+        # ``entered`` counts the cell's entries into its ``try``: the interrupt is sent once it is there
+        # (a host says "running" before the cell's first line, where an interrupt would end it)
+        stubborn = ("while True:\n    try:\n        entered += 1\n        while True:\n            pass\n"
+                    "    except KeyboardInterrupt:\n        pass")
         future = gang[3].submit("execute", "c3", stubborn)
-        wait_until(lambda: gang[3].call("status").running == "c3", "host 3 runs c3")
+
+        def entered() -> object:
+            return cloudpickle.loads(gang[3].call("pull", ["entered"])["entered"])
+
+        wait_until(lambda: entered() == 1, "host 3 runs c3, inside its try")
         assert gang[3].call("interrupt", "c3").was_running
-        wait_until(lambda: gang[3].call("status").running == "c3", "host 3 still runs c3 after the interrupt")
+        wait_until(lambda: entered() == 2, "host 3 caught the interrupt and still runs c3")
+        assert gang[3].call("status").running == "c3"
         gang[3].kill()
         with pytest.raises(HostGone) as gone:
             future.result()
