@@ -8,6 +8,8 @@
  *   them: a job seen active before and terminal now, or a job first seen already terminal that was
  *   submitted after the watcher started (it ran between two refreshes). Jobs already finished when
  *   the watcher started never notify. Only the given user's jobs count (all when user is null).
+ * - `JobWatcher.active` says whether the last update held one of those jobs still active (pending,
+ *   building or running): what a user can have going on, a session among it, is an active job.
  */
 import { isActive } from './badges';
 import type { IJob } from './types';
@@ -33,6 +35,7 @@ export class JobWatcher {
   /** Record `jobs` and return those that have just reached a terminal state. */
   update(jobs: readonly IJob[]): IJob[] {
     const finished: IJob[] = [];
+    this._active = jobs.some(job => isActive(job.state) && (this.user === null || job.user === this.user));
     for (const job of jobs) {
       const before = this._seen.get(job.job_id);
       this._seen.set(job.job_id, job.state);
@@ -48,5 +51,11 @@ export class JobWatcher {
     return finished;
   }
 
+  /** Whether the last `update` held a job of the user still active (the module rules). */
+  get active(): boolean {
+    return this._active;
+  }
+
   private _seen = new Map<string, string>();
+  private _active = false;
 }

@@ -226,7 +226,8 @@ export class JobsPanel extends Widget {
   private _clusters: ClusterSwitcher;
   private _sessions = new SessionsView(
     () => this.model.me,
-    () => this.isVisible && !this._listView.hidden
+    () => this.isVisible && !this._listView.hidden,
+    () => this.model.watcher.active
   );
   private _visibilityChanged = new Signal<this, boolean>(this);
 }

@@ -4,10 +4,13 @@
  * cancels its job (the slice is released; the kernel's session then says it is gone).
  *
  * Rules: read from `GET /fray/sessions?user=<me>` (the hosts' endpoints and each session's job:
- * what the controller holds, never the kernel) when the sidebar shows or refreshes, then every
- * `REFRESH_MS` while the list is on screen; never more often, and a read asked for sooner is not
- * dropped but made when `REFRESH_MS` has passed (`throttleDelay`); hidden while there are none; a
- * failed read shows its one line; every session-provided string is set as text.
+ * what the controller holds, never the kernel) when the sidebar shows or its jobs change, then
+ * every `REFRESH_MS` while the list is on screen and a session can be there: one was read, or one
+ * of the user's jobs is active (a session is a running job; an endpoint has no change feed on a
+ * genuine Iris, so its hosts' readiness and idle time are read again); with neither, an idle
+ * sidebar makes no read until a job changes. Never more often than `REFRESH_MS`, and a read asked
+ * for sooner is not dropped but made when `REFRESH_MS` has passed (`throttleDelay`); hidden while
+ * there are none; a failed read shows its one line; every session-provided string is set as text.
  */
 import { cancelJob, getSessions } from './api';
 import { throttleDelay } from './backoff';
@@ -34,10 +37,12 @@ export function sessionRow(session: ISessionRow, onStop: (jobId: string) => void
 }
 
 export class SessionsView {
-  /** `user`: whose sessions (null: everyone's); `onScreen`: whether the list is shown now. */
+  /** `user`: whose sessions (null: everyone's); `onScreen`: whether the list is shown now;
+   * `active`: whether one of the user's jobs is active now. */
   constructor(
     private readonly user: () => string | null,
-    private readonly onScreen: () => boolean
+    private readonly onScreen: () => boolean,
+    private readonly active: () => boolean
   ) {
     this._list = el('ul', { className: 'fj-SessionList', attrs: { 'aria-label': 'Sessions' } });
     this._note = el('p', { className: 'fj-Muted fj-Wrap' });
@@ -49,7 +54,8 @@ export class SessionsView {
   readonly node: HTMLElement;
 
   /** Read the sessions now, or when `REFRESH_MS` has passed since the last read began (after the
-   * one under way), then every `REFRESH_MS` while the list is on screen. */
+   * one under way), then every `REFRESH_MS` while the list is on screen and a session can be there
+   * (the module rules). */
   refresh(): void {
     if (this._reading) {
       this._again = true;
@@ -63,7 +69,7 @@ export class SessionsView {
     }
     this._readAt = Date.now();
     void this._read().then(() => {
-      const again = this._again || this.onScreen();
+      const again = this._again || (this.onScreen() && (this._found || this.active()));
       this._again = false;
       if (again) {
         this._timer = window.setTimeout(() => this.refresh(), REFRESH_MS);
@@ -85,6 +91,7 @@ export class SessionsView {
       this._list.replaceChildren(...sessions.map(session => sessionRow(session, jobId => void this._stop(jobId))));
       this._head.textContent = `Sessions (${sessions.length})`;
       this.node.hidden = sessions.length === 0;
+      this._found = sessions.length > 0;
     } catch (error) {
       this._note.hidden = false;
       this._note.textContent = `sessions: ${String((error as Error).message ?? error)}`;
@@ -110,6 +117,7 @@ export class SessionsView {
   private _head: HTMLElement;
   private _reading = false;
   private _again = false;
+  private _found = false;
   private _readAt = 0;
   private _timer = 0;
 }

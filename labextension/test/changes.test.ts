@@ -69,3 +69,16 @@ test("only the user's jobs notify", () => {
     ['mine']
   );
 });
+
+test("active says whether the last update held one of the user's jobs not yet ended", () => {
+  const watcher = new JobWatcher(0, 'alice');
+  assert.equal(watcher.active, false);
+  watcher.update([job('mine', 'succeeded'), job('theirs', 'running', { user: 'bob' })]);
+  assert.equal(watcher.active, false);
+  for (const state of ['pending', 'building', 'running']) {
+    watcher.update([job('mine', state)]);
+    assert.equal(watcher.active, true, state);
+  }
+  watcher.update([job('mine', 'killed')]);
+  assert.equal(watcher.active, false);
+});
