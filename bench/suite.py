@@ -63,7 +63,7 @@ within 16 minutes."""
 BENCHES: Final[tuple[Bench, ...]] = (
     # script, its arguments in the default run and with --full, and the time limit (s) of each
     Bench("plan.py", (), (), 10, 60),
-    Bench("picker.py", ("--tcp-nodelay", "--changes", "20"), ("--tcp-nodelay",), 80, 180),
+    Bench("picker.py", ("--tcp-nodelay", "--changes", "20"), ("--tcp-nodelay",), 60, 180),
     Bench("loadext.py", ("8",), (), 25, 120),
     Bench("importtime.py", ("3",), (), 30, 60),
     Bench("controller.py", ("--real-iris", "--ray", "--runs", "10", "--ray-runs", "2"), ("--real-iris", "--ray"),
@@ -78,7 +78,7 @@ BENCHES: Final[tuple[Bench, ...]] = (
     Bench("actors.py", ("--calls", "300"), (), 90, 300),
     Bench("sessions.py", ("--cells", "10", "--cold-runs", "1", "--no-twin"), (), 30, 420),
     Bench("sidebar.py", ("--watch", "30", "--window", "20", "--jobs", "20", "--scale-repeat", "1"), (), 60, 300),
-    Bench("logview.py", ("--step", "1000"), ("--baseline",), 40, 600),
+    Bench("logview.py", ("--step", "1000"), ("--baseline",), 60, 600),
     Bench("soak.py", ("--runs", "200"), ("--runs", "2000"), 20, 1200),
     Bench("live.py", ("--jobs", "3", "--rounds", "1", "--window", "20"), (), 120, 720),
     Bench("live.py", ("--real-iris", "--jobs", "3", "--rounds", "1", "--window", "20"), ("--real-iris",), 130, 780),
