@@ -180,13 +180,15 @@ def test_replacing_a_root_replaces_its_whole_tree(tmp_path: Path) -> None:
 
 def test_a_jobs_logs_with_a_prefix_include_every_descendants(tmp_path: Path) -> None:
     async def body(core: Core) -> None:
+        # the root and its step run on (a step that ended would end ``sub`` with it, as Iris does)
         root = core.launch(launch_request("coord", "echo root; sleep 30"))
-        step = core.launch(child(root, "step", "echo step"))
+        step = core.launch(child(root, "step", "echo step; sleep 30"))
         sub = core.launch(child(step, "sub", "echo sub"))
         sibling = core.launch(launch_request("coord-2", "echo sibling"))  # shares the name's prefix, not the tree
-        for job_id in (step, sub, sibling):
+        for job_id in (sub, sibling):
             await core.wait(job_id)
-        await stored_lines(core, root)  # the root runs on: its line is stored once the buffer flushes
+        for job_id in (root, step):  # a running job's line is stored once the buffer flushes
+            await stored_lines(core, job_id)
 
         def keys(source: str, scope: int) -> list[str]:
             answer = core.service.fetch_logs(F.FetchLogsRequest(source=source, match_scope=scope))
