@@ -4,21 +4,27 @@
  * cancels its job (the slice is released; the kernel's session then says it is gone).
  *
  * Rules: read from `GET /fray/sessions?user=<me>` (the hosts' endpoints and each session's job:
- * what the controller holds, never the kernel) when the sidebar shows or its jobs change, then
- * every `REFRESH_MS` while the list is on screen and a session can be there: one was read, or one
- * of the user's jobs is active (a session is a running job; an endpoint has no change feed on a
- * genuine Iris, so its hosts' readiness and idle time are read again); with neither, an idle
- * sidebar makes no read until a job changes. Never more often than `REFRESH_MS`, and a read asked
- * for sooner is not dropped but made when `REFRESH_MS` has passed (`throttleDelay`); hidden while
- * there are none; a failed read shows its one line; every session-provided string is set as text.
+ * what the controller holds, never the kernel) when the sidebar shows or its jobs change, then,
+ * while the list is on screen: every `REFRESH_MS` while a session is listed (an endpoint has no
+ * change feed on a genuine Iris, so its hosts' readiness and idle time are read again); while none
+ * is but one of the user's jobs is active (a session is a running job), at intervals growing from
+ * `REFRESH_MS` to `QUIET_MAX_MS` (`nextInterval`), back to `REFRESH_MS` when its jobs change; with
+ * neither, no read until a job changes. Never more often than `REFRESH_MS`, and a read asked for
+ * sooner is not dropped but made when `REFRESH_MS` has passed (`throttleDelay`); hidden while there
+ * are none; a failed read shows its one line; every session-provided string is set as text.
  */
 import { cancelJob, getSessions } from './api';
-import { throttleDelay } from './backoff';
+import { type IBackoff, nextInterval, throttleDelay } from './backoff';
 import { button, el } from './dom';
 import type { ISessionRow } from './types';
 
 /** The shortest time between two reads of the sessions. */
 export const REFRESH_MS = 2000;
+
+/** The longest wait between two reads while no session is listed but a job of the user is active. */
+export const QUIET_MAX_MS = 30000;
+
+const QUIET: IBackoff = { base: REFRESH_MS, max: QUIET_MAX_MS, factor: 1.5 };
 
 /** One session's row: name, its line, Stop. */
 export function sessionRow(session: ISessionRow, onStop: (jobId: string) => void): HTMLElement {
@@ -53,10 +59,15 @@ export class SessionsView {
 
   readonly node: HTMLElement;
 
-  /** Read the sessions now, or when `REFRESH_MS` has passed since the last read began (after the
-   * one under way), then every `REFRESH_MS` while the list is on screen and a session can be there
-   * (the module rules). */
+  /** Something changed (the sidebar shows, or its jobs changed): read the sessions now, or when
+   * `REFRESH_MS` has passed since the last read began (after the one under way), then as the
+   * module rules say. */
   refresh(): void {
+    this._interval = REFRESH_MS;
+    this._request();
+  }
+
+  private _request(): void {
     if (this._reading) {
       this._again = true;
       return;
@@ -64,16 +75,18 @@ export class SessionsView {
     window.clearTimeout(this._timer);
     const wait = throttleDelay(Date.now(), this._readAt, REFRESH_MS);
     if (wait > 0) {
-      this._timer = window.setTimeout(() => this.refresh(), wait);
+      this._timer = window.setTimeout(() => this._request(), wait);
       return;
     }
     this._readAt = Date.now();
     void this._read().then(() => {
-      const again = this._again || (this.onScreen() && (this._found || this.active()));
+      const again = this._again;
       this._again = false;
-      if (again) {
-        this._timer = window.setTimeout(() => this.refresh(), REFRESH_MS);
+      if (!again && !(this.onScreen() && (this._found || this.active()))) {
+        return;
       }
+      this._interval = again || this._found ? REFRESH_MS : nextInterval(this._interval, false, QUIET);
+      this._timer = window.setTimeout(() => this._request(), this._interval);
     });
   }
 
@@ -118,6 +131,7 @@ export class SessionsView {
   private _reading = false;
   private _again = false;
   private _found = false;
+  private _interval = REFRESH_MS;
   private _readAt = 0;
   private _timer = 0;
 }
