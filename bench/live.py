@@ -132,8 +132,11 @@ def _open_tabs(browser: Any, lab: Lab, sidebar: bool) -> list[Any]:
         if sidebar:
             from playwright.sync_api import expect
 
+            # the sidebar is added once the extension activates, which a loaded machine can leave until
+            # after ``restored``: activating it before then does nothing
+            page.wait_for_selector(f"#{SIDEBAR_ID}", state="attached", timeout=60_000)
             page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
-            expect(page.locator(f"#{SIDEBAR_ID} .fj-JobsPanel, #{SIDEBAR_ID}").first).to_be_visible()
+            expect(page.locator(f"#{SIDEBAR_ID} .fj-JobsPanel, #{SIDEBAR_ID}").first).to_be_visible(timeout=30_000)
         pages.append(page)
     return pages
 
