@@ -7,24 +7,19 @@
  * what the controller holds, never the kernel) when the sidebar shows or its jobs change, then,
  * while the list is on screen: every `REFRESH_MS` while a session is listed (an endpoint has no
  * change feed on a genuine Iris, so its hosts' readiness and idle time are read again); while none
- * is but one of the user's jobs is active (a session is a running job), at intervals growing from
- * `REFRESH_MS` to `QUIET_MAX_MS` (`nextInterval`), back to `REFRESH_MS` when its jobs change; with
+ * is but one of the user's jobs is active (a session is a running job), at intervals growing as the
+ * jobs list's do (`nextInterval`, `DEFAULT_BACKOFF`), back to `REFRESH_MS` when its jobs change; with
  * neither, no read until a job changes. Never more often than `REFRESH_MS`, and a read asked for
  * sooner is not dropped but made when `REFRESH_MS` has passed (`throttleDelay`); hidden while there
  * are none; a failed read shows its one line; every session-provided string is set as text.
  */
 import { cancelJob, getSessions } from './api';
-import { type IBackoff, nextInterval, throttleDelay } from './backoff';
+import { DEFAULT_BACKOFF, nextInterval, throttleDelay } from './backoff';
 import { button, el } from './dom';
 import type { ISessionRow } from './types';
 
 /** The shortest time between two reads of the sessions. */
 export const REFRESH_MS = 2000;
-
-/** The longest wait between two reads while no session is listed but a job of the user is active. */
-export const QUIET_MAX_MS = 30000;
-
-const QUIET: IBackoff = { base: REFRESH_MS, max: QUIET_MAX_MS, factor: 1.5 };
 
 /** One session's row: name, its line, Stop. */
 export function sessionRow(session: ISessionRow, onStop: (jobId: string) => void): HTMLElement {
@@ -85,7 +80,7 @@ export class SessionsView {
       if (!again && !(this.onScreen() && (this._found || this.active()))) {
         return;
       }
-      this._interval = again || this._found ? REFRESH_MS : nextInterval(this._interval, false, QUIET);
+      this._interval = again || this._found ? REFRESH_MS : nextInterval(this._interval, false, DEFAULT_BACKOFF);
       this._timer = window.setTimeout(() => this._request(), this._interval);
     });
   }
