@@ -26,6 +26,7 @@ from typing import Any, Final
 import cloudpickle
 
 from fray_jupyter.session.merge import HostLost
+from fray_jupyter.session.outputs import SessionError
 from fray_jupyter.session.words import exit_reason
 
 REPO: Final = Path(__file__).resolve().parents[1]
@@ -133,6 +134,14 @@ def hosts(count_: int, log_dir: Path) -> Iterator[list[HostProcess]]:
     finally:
         for host in started:
             host.stop()
+
+
+def pulled(host: HostProcess, name: str) -> object:
+    """The value of ``name`` on ``host`` (``pull`` works while a cell runs); None while unbound."""
+    try:
+        return cloudpickle.loads(host.call("pull", [name])[name])
+    except SessionError:
+        return None
 
 
 def on_every(gang: list[HostProcess], method: str, *args: Any, **kwargs: Any) -> list[Future[Any]]:

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-import cloudpickle
 import pytest
 
 from fray_jupyter.session import values
 from fray_jupyter.session.host import HostEngine
 from fray_jupyter.session.outputs import CellResult, Display, SessionError, Stream
-from tests.session_hosts import HostProcess, hosts, on_every, wait_until
+from tests.session_hosts import HostProcess, hosts, on_every, pulled, wait_until
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -309,18 +308,11 @@ def test_each_delivered_interrupt_reaches_a_cell_that_caught_the_last(host: Host
     source = ("caught = entered = 0\nwhile True:\n    try:\n        entered += 1\n        while True:\n"
               "            pass\n    except KeyboardInterrupt:\n        caught += 1\n        if caught == 2:\n"
               "            raise")
-
-    def pulled(name: str) -> object:
-        try:
-            return cloudpickle.loads(host.call("pull", [name])[name])
-        except SessionError:  # the cell has not bound it yet
-            return None
-
     cell, future = start_running(host, source)
-    wait_until(lambda: pulled("entered") == 1, "the cell is inside its try")
+    wait_until(lambda: pulled(host, "entered") == 1, "the cell is inside its try")
     host.call("interrupt", cell)
-    wait_until(lambda: pulled("entered") == 2, "the cell caught the interrupt and is inside its try again")
-    assert pulled("caught") == 1  # the first interrupt is caught (pull works while a cell runs)
+    wait_until(lambda: pulled(host, "entered") == 2, "the cell caught the interrupt and is inside its try again")
+    assert pulled(host, "caught") == 1  # the first interrupt is caught (pull works while a cell runs)
     host.call("interrupt", cell)
     assert future.result().interrupted  # type: ignore[attr-defined]
     assert value(run(host, "caught")) == "2"

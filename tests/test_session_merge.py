@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import cloudpickle
 import pytest
 
 from fray_jupyter.session.merge import HostLost, HostReply, LinePrefixer, LiveOutputs, MergeOptions, merge
 from fray_jupyter.session.outputs import CellResult, Display, Output, RemoteError, Stream
 from fray_jupyter.session.words import CellRun, loss_text
-from tests.session_hosts import HostGone, hosts, on_every, wait_until
+from tests.session_hosts import HostGone, hosts, on_every, pulled, wait_until
 
 
 def display(name: str) -> Display:
@@ -182,13 +181,9 @@ def test_real_hosts_merge_and_a_killed_host_reads_as_lost_with_no_replay(tmp_pat
         stubborn = ("while True:\n    try:\n        entered += 1\n        while True:\n            pass\n"
                     "    except KeyboardInterrupt:\n        pass")
         future = gang[3].submit("execute", "c3", stubborn)
-
-        def entered() -> object:
-            return cloudpickle.loads(gang[3].call("pull", ["entered"])["entered"])
-
-        wait_until(lambda: entered() == 1, "host 3 runs c3, inside its try")
+        wait_until(lambda: pulled(gang[3], "entered") == 1, "host 3 runs c3, inside its try")
         assert gang[3].call("interrupt", "c3").was_running
-        wait_until(lambda: entered() == 2, "host 3 caught the interrupt and still runs c3")
+        wait_until(lambda: pulled(gang[3], "entered") == 2, "host 3 caught the interrupt and still runs c3")
         assert gang[3].call("status").running == "c3"
         gang[3].kill()
         with pytest.raises(HostGone) as gone:
