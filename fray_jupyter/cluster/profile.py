@@ -64,11 +64,6 @@ class ScaleGroup:
         """Workers of a ``preemptible`` group advertise ``preemptible=true``; on-demand and reserved ``false``."""
         return self.capacity_type == "preemptible"
 
-    @property
-    def device_label(self) -> str:
-        """``tpu:v5p-16``, ``gpu:h100``, ``cpu``."""
-        return f"{self.device_type}:{self.device_variant.lower()}" if self.device_variant else self.device_type
-
     def routing_attributes(self) -> dict[str, str]:
         """The attributes the autoscaler matches a job's routing constraints against: device-type,
         device-variant (lowercase, when set), preemptible ("true"/"false"), region and zone (when known)."""
