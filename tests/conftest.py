@@ -16,13 +16,21 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from fray_jupyter.client import FrayClient
+    from tests.controller_harness import ControllerProcess
+    from tests.docs_build import DocsBuild
 
 TESTS = Path(__file__).parent
 UI = TESTS / "ui"
 LEFT_OUT = pytest.StashKey[bool]()
+DATA_DIR = pytest.StashKey[str]()
 
 
 def _names_ui(config: pytest.Config) -> bool:
@@ -46,6 +54,35 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     """Say how to run the browser tests when this run left them out."""
     if config.stash.get(LEFT_OUT, False):
         terminalreporter.write_line("browser tests run in their own process: pytest tests/ui")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``quick`` marker: ``pytest -m quick`` selects the tier ``scripts/test --quick`` runs.
+    Point Jupyter's user data dir (where a submit keeps what it sent, ``client/sent.py``) at a
+    directory of this run, inherited by every kernel and process the tests start, so no test writes
+    into the home directory; a run that sets ``JUPYTER_DATA_DIR`` itself keeps it."""
+    config.addinivalue_line("markers", "quick: its module starts no process (tests/quick_tier.py)")
+    if "JUPYTER_DATA_DIR" not in os.environ:
+        import tempfile
+
+        config.stash[DATA_DIR] = os.environ["JUPYTER_DATA_DIR"] = tempfile.mkdtemp(prefix="fray-tests-jupyter-data-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the run's Jupyter data dir (``pytest_configure``) when this run made it."""
+    if made := config.stash.get(DATA_DIR, None):
+        import shutil
+
+        shutil.rmtree(made, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``quick`` every test of a module of the quick tier (``tests/quick_tier.py``)."""
+    from tests.quick_tier import is_quick
+
+    for item in items:
+        if is_quick(item.path):
+            item.add_marker(pytest.mark.quick)
 
 
 TIMES_ENV = "FRAY_TEST_TIMES"
@@ -73,3 +110,33 @@ def pytest_runtest_protocol(item: pytest.Item) -> object:
     with open(target, "a", encoding="utf-8") as out:
         out.write(f"{item.nodeid}\t{time.monotonic() - start:.2f}\t{cpu(own, now_own):.2f}\t"
                   f"{cpu(children, now_children):.2f}\n")
+
+
+@pytest.fixture(scope="session")
+def docs_build(tmp_path_factory: pytest.TempPathFactory) -> DocsBuild:
+    """The run's one docs build and the examples it executed, shared by every worker (``tests/docs_build.py``)."""
+    from tests.docs_build import build_docs
+
+    return build_docs(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def controller(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
+    """A real embedded controller with its default settings, one for the module (a module that needs
+    other settings defines its own ``controller``)."""
+    from tests.controller_harness import start_controller, stop_quietly
+
+    process = start_controller(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]) / "state")
+    try:
+        yield process
+    finally:
+        stop_quietly(process)
+
+
+@pytest.fixture
+def client(controller: ControllerProcess) -> Iterator[FrayClient]:
+    """A client of the module's ``controller``."""
+    from fray_jupyter.client import FrayClient
+
+    with FrayClient(controller.info.url, controller.info.token) as opened:
+        yield opened

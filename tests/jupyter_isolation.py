@@ -15,7 +15,7 @@ import pytest
 
 from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
 from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, read_runtime_file
-from tests.controller_harness import pid_alive
+from tests.controller_harness import ControllerProcess, pid_alive, start_controller, stop_quietly
 
 ISOLATED_ENV = ("JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR")
 
@@ -54,3 +54,16 @@ def isolated_jupyter(root: Path) -> Iterator[Path]:
             yield runtime
         finally:
             stop_runtime_controller(runtime)
+
+
+@contextlib.contextmanager
+def magics_controller(root: Path, user: str, *args: str) -> Iterator[ControllerProcess]:
+    """A real embedded controller (started with ``args``) that the magics find through the runtime
+    file of Jupyter dirs isolated under ``root``, with ``$IRIS_USER`` set to ``user``; stopped on exit."""
+    with isolated_jupyter(root) as runtime, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("IRIS_USER", user)
+        process = start_controller(root / "state", *args, runtime_file=runtime / "fray-controller.json")
+        try:
+            yield process
+        finally:
+            stop_quietly(process)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from fray_jupyter.client.client import FrayClient
 from tests.controller_harness import launch_request, start_controller, stop_quietly
+from tests.waiting import until
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -154,10 +154,7 @@ def test_check_shows_the_spend_and_the_band_over_the_budget(tmp_path: Path) -> N
         with FrayClient(controller.info.url, controller.info.token) as client:
             job_id = client.submit(launch_request("busy", "sleep 60", user="carol"))  # 1 core, 512 MiB: 5
             client.set_user_budget("carol", 4)
-            deadline = time.monotonic() + 30
-            while client.user_budget("carol").budget_spent < 5:  # until its task is placed
-                assert time.monotonic() < deadline, client.status(job_id)
-                time.sleep(0.05)
+            until(lambda: client.user_budget("carol").budget_spent >= 5, "carol's task placed", feed=client)
             over = json.loads(_run("plan", "--tpu", "v5p-8", "--check", "--json", env=env).stdout)["fit"]["budget"]
             client.terminate(job_id)
         assert (over["spent"], over["limit"], over["band"], over["effective_band"]) == (5, 4, "interactive", "batch")

@@ -7,8 +7,6 @@ import functools
 import json
 import re
 import shlex
-import subprocess
-import sys
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,6 +14,8 @@ from typing import Final
 from urllib.parse import unquote, urlsplit
 
 import pytest
+
+from tests.docs_build import DocsBuild
 
 REPO: Final = Path(__file__).resolve().parents[1]
 DOCS: Final = REPO / "docs"
@@ -51,20 +51,10 @@ def _parse(page: Path) -> _Links:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The docs built as ``scripts/docs`` builds them (warnings are errors), into a private dir."""
-    try:
-        import myst_nb  # noqa: F401
-    except ImportError:
-        pytest.fail("the [docs] extra is not installed: scripts/test (or scripts/docs) installs it")
-    out = tmp_path_factory.mktemp("docs")
-    run = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-b", "html", "-q", "-d", str(out / "doctrees"),
-         str(DOCS), str(out / "html")],
-        cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
-    warnings = [line for line in run.stderr.splitlines() if re.search(r"\b(WARNING|ERROR|CRITICAL):", line)]
-    assert run.returncode == 0 and not warnings, "\n".join(warnings) or run.stderr[-3000:]
-    return out / "html"
+def site(docs_build: DocsBuild) -> Path:
+    """The docs built as ``scripts/docs`` builds them (warnings are errors), once per run (``tests/docs_build.py``)."""
+    assert docs_build.build_failure is None, docs_build.build_failure
+    return docs_build.site
 
 
 def test_the_docs_build_without_a_warning_and_every_internal_link_lands(site: Path) -> None:

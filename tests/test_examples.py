@@ -1,5 +1,6 @@
-"""Every example notebook runs headlessly, top to bottom, with no error (each runs once; the tests
-of what one shows read that run's outputs)."""
+"""Every example notebook runs headlessly, top to bottom, with no error. Each runs once: the docs
+build executes them on one embedded controller (``tests/docs_build.py``), and the tests of what one
+shows read that run's outputs."""
 
 from __future__ import annotations
 
@@ -13,47 +14,24 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from fray_jupyter.client.client import FrayClient
-from fray_jupyter.iris.user import USER_ENV
-from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, read_runtime_file
-from tests.jupyter_isolation import isolated_jupyter
-from tests.zephyr_checks import check_zephyr_run
+from tests.docs_build import DocsBuild
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.ipynb"))
 
 
-_EXECUTED: dict[str, nbformat.NotebookNode] = {}
-
-
-def _run(name: str, scratch: pytest.TempPathFactory) -> nbformat.NotebookNode:
-    """The example ``name`` run headlessly top to bottom, once per test run (the tests below read
-    its outputs): its kernel gets its own runtime and data dirs, and a controller it started is
-    stopped after it."""
-    if name not in _EXECUTED:
-        path = EXAMPLES[[p.name for p in EXAMPLES].index(name)]
-        notebook = nbformat.read(path, as_version=4)
-        with isolated_jupyter(scratch.mktemp(name.removesuffix(".ipynb"))):
-            NotebookClient(notebook, timeout=120, kernel_name="python3",
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
-        _EXECUTED[name] = notebook
-    return _EXECUTED[name]
-
-
-@pytest.mark.parametrize("path", [p for p in EXAMPLES if p.name != "zephyr.ipynb"],  # zephyr's: below
-                         ids=[p.name for p in EXAMPLES if p.name != "zephyr.ipynb"])
-def test_example_runs(path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    notebook = _run(path.name, tmp_path_factory)
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs(path: Path, docs_build: DocsBuild) -> None:
+    notebook = docs_build.notebook(path.name)
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert outputs and not [o for o in outputs if o.output_type == "error"]
 
 
-def test_plan_example_shows_the_preview(tmp_path_factory: pytest.TempPathFactory) -> None:
-    notebook = _run("plan.ipynb", tmp_path_factory)
+def test_plan_example_shows_the_preview(docs_build: DocsBuild) -> None:
+    notebook = docs_build.notebook("plan.ipynb")
     text = "".join(o.get("text", "") for o in notebook.cells[1].outputs)
     assert "Replicas      8" in text and "tpu-name" in text
     assert "did you mean 'v5p-8'?" in "".join(o.get("text", "") for o in notebook.cells[5].outputs)
@@ -63,24 +41,13 @@ def _text(cell: nbformat.NotebookNode) -> str:
     return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.outputs)
 
 
-def test_zephyr_example_runs_its_pipeline_on_the_embedded_controller(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(USER_ENV, "nb-zephyr")
-    path = EXAMPLES[[p.name for p in EXAMPLES].index("zephyr.ipynb")]
-    notebook = nbformat.read(path, as_version=4)
-    with isolated_jupyter(tmp_path) as runtime:  # the controller is read before it is stopped
-        NotebookClient(notebook, timeout=120, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
-        assert not [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs
-                    if o.output_type == "error"]
-        info = read_runtime_file(runtime / RUNTIME_FILE_NAME)  # the controller the kernel started
-        assert info is not None
-        with FrayClient(info.url, info.token) as client:
-            check_zephyr_run(notebook, client, "nb-zephyr")
+def test_zephyr_example_runs_its_pipeline_on_the_embedded_controller(docs_build: DocsBuild) -> None:
+    """``tests/zephyr_checks.py``'s rule, checked on the build's controller before it stopped."""
+    assert docs_build.zephyr_failure is None, docs_build.zephyr_failure
 
 
-def test_tpu_multislice_example_shows_every_task_in_its_slice(tmp_path_factory: pytest.TempPathFactory) -> None:
-    notebook = _run("tpu_multislice.ipynb", tmp_path_factory)
+def test_tpu_multislice_example_shows_every_task_in_its_slice(docs_build: DocsBuild) -> None:
+    notebook = docs_build.notebook("tpu_multislice.ipynb")
     run = next(c for c in notebook.cells
                if c.cell_type == "code" and c.source.startswith("%%fray --resources picker"))
     text = _text(run)
@@ -92,8 +59,8 @@ def test_tpu_multislice_example_shows_every_task_in_its_slice(tmp_path_factory: 
     assert "fit: never" in shown  # the dry run of v4-32 x 2
 
 
-def test_gpu_gang_example_shows_both_gangs_and_submits_one(tmp_path_factory: pytest.TempPathFactory) -> None:
-    notebook = _run("gpu_gang.ipynb", tmp_path_factory)
+def test_gpu_gang_example_shows_both_gangs_and_submits_one(docs_build: DocsBuild) -> None:
+    notebook = docs_build.notebook("gpu_gang.ipynb")
     text = "\n".join(_text(c) for c in notebook.cells if c.cell_type == "code")
     assert "coscheduling: leafgroup" in text and "coscheduling: nvlink.domain.sliced" in text
     assert "nvlink.domain.sliced: 32 tasks (gang: True, one rack only: True)" in text
@@ -102,8 +69,8 @@ def test_gpu_gang_example_shows_both_gangs_and_submits_one(tmp_path_factory: pyt
     assert "task 1 of 2: asked for 8 x H100" in text and "gpu-gang succeeded" in text
 
 
-def test_coordinator_example_runs_a_tpu_and_an_eval_step_as_children(tmp_path_factory: pytest.TempPathFactory) -> None:
-    notebook = _run("coordinator.ipynb", tmp_path_factory)
+def test_coordinator_example_runs_a_tpu_and_an_eval_step_as_children(docs_build: DocsBuild) -> None:
+    notebook = docs_build.notebook("coordinator.ipynb")
     text = "\n".join(_text(c) for c in notebook.cells if c.cell_type == "code")
     user = re.search(r"steps: /([^/]+)/coordinator/train-step", text)
     assert user, text

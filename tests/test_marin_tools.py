@@ -1,32 +1,29 @@
 """Marin's own tools against the embedded controller, and the same scenarios against a genuine
 Iris local cluster, so any difference between the two fails here.
 
-The tools are the real ones from marin-iris / marin-fray 0.2.227: the ``iris`` CLI as a
-subprocess (``iris --controller-url URL job run|logs|list|describe|wait|cancel|complete``,
-``task``/``attempt`` listings and logs) and ``IrisClient`` / ``FrayIrisClient`` in process. This
-process runs as the controller's OS user, so, as with a real local Iris, no token is sent
-(``test_controller_peer_auth`` covers other users); one test sends the token the way a Marin
-user would, through ``MARIN_CLUSTER_TOKEN``.
+The tools are the real ones from marin-iris / marin-fray 0.2.227: the ``iris`` CLI
+(``iris --controller-url URL job run|logs|list|describe|wait|cancel|complete``, ``task``/``attempt``
+listings and logs), run in this process (``tests/marin_cli.py``: its click group, as its console
+script runs it, without a 3 s import per command), and ``IrisClient`` / ``FrayIrisClient`` in
+process. This process runs as the controller's OS user, so, as with a real local Iris, no token is
+sent (``test_controller_peer_auth`` covers other users); one test sends the token the way a Marin
+user would, through ``MARIN_CLUSTER_TOKEN``, with the installed ``iris`` script as a subprocess.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from fray_jupyter.controller.iris_local import unavailable_reason
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
+from tests.marin_cli import IRIS, CliRun, run_iris, run_iris_process
 from tests.real_iris import real_iris_controller
 
-IRIS = Path(sys.executable).with_name("iris")
 USER = "marin-tools"
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None or not IRIS.exists(),
                                 reason=unavailable_reason() or f"no iris CLI at {IRIS}")
@@ -62,13 +59,9 @@ def workspace(tmp_path: Path) -> Path:
     return directory
 
 
-def iris(url: str, *args: str, cwd: Path, timeout: float = 180, env: dict[str, str] | None = None,
-         ) -> subprocess.CompletedProcess[str]:
-    """Run the real ``iris`` CLI; stdout and stderr together (its logger writes to stderr)."""
-    environment = {key: value for key, value in os.environ.items() if key != "MARIN_CLUSTER_TOKEN"}
-    environment.update({"IRIS_USER": USER, **(env or {})})
-    return subprocess.run([str(IRIS), "--controller-url", url, *args], cwd=cwd, env=environment, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, check=False)
+def iris(url: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliRun:
+    """Run the real ``iris`` CLI as ``USER``, in this process; stdout and stderr together."""
+    return run_iris(url, *args, cwd=cwd, user=USER, env=env)
 
 
 def job_name(prefix: str) -> str:
@@ -94,8 +87,7 @@ def test_job_run_streams_the_output_and_every_listing_shows_the_job(url: str, wo
         (("task", "describe", f"{job_id}/0"), "succeeded"),
         (("attempt", "logs", f"{job_id}/0:5"), ""),
     )
-    with ThreadPoolExecutor(max_workers=4) as pool:  # the job has ended: every listing reads the same
-        shown = list(pool.map(lambda listing: iris(url, *listing[0], cwd=workspace), listings))
+    shown = [iris(url, *args, cwd=workspace) for args, _ in listings]  # the job has ended: each reads the same
     for (args, expected), answer in zip(listings[:-1], shown[:-1], strict=True):
         assert answer.returncode == 0 and expected in answer.stdout, (args, answer.stdout)
     assert "hello" not in shown[-1].stdout  # no attempt 5
@@ -158,7 +150,7 @@ def test_a_workspace_is_shipped_and_synced(url: str, tmp_path: Path) -> None:
     (project / "data.txt").write_text("from-the-workspace\n")
     name = job_name("workspace")
     script = 'cd "$IRIS_WORKDIR" && cat data.txt; echo "venv=${VIRTUAL_ENV:-none} python=$IRIS_PYTHON"'
-    run = iris(url, "job", "run", "--job-name", name, "--", "sh", "-c", script, cwd=project, timeout=600)
+    run = iris(url, "job", "run", "--job-name", name, "--", "sh", "-c", script, cwd=project)
     assert run.returncode == 0 and "| from-the-workspace" in run.stdout, run.stdout
     if "| syncing deps" in run.stdout:  # the setup ran (the embedded controller; Iris's local cluster skips it)
         venv = next(line.split("| venv=", 1)[1].split()[0] for line in run.stdout.splitlines() if "| venv=" in line)
@@ -227,10 +219,12 @@ def test_user_budget_set_get_and_list(url: str, workspace: Path) -> None:
 
 def test_the_token_from_the_runtime_file_is_accepted_and_a_wrong_one_refused(embedded: ControllerProcess,
                                                                              workspace: Path) -> None:
+    """Through the installed ``iris`` console script, as a subprocess: the entry point works."""
     url = embedded.info.url
-    listed = iris(url, "job", "list", cwd=workspace, env={"MARIN_CLUSTER_TOKEN": embedded.info.token})
+    listed = run_iris_process(url, "job", "list", cwd=workspace, user=USER,
+                              env={"MARIN_CLUSTER_TOKEN": embedded.info.token})
     assert listed.returncode == 0, listed.stdout
-    refused = iris(url, "job", "list", cwd=workspace, env={"MARIN_CLUSTER_TOKEN": "wrong"})
+    refused = run_iris_process(url, "job", "list", cwd=workspace, user=USER, env={"MARIN_CLUSTER_TOKEN": "wrong"})
     assert refused.returncode != 0 and "invalid bearer token" in refused.stdout
 
 
@@ -251,7 +245,6 @@ def test_a_failed_setup_names_its_command_and_output(embedded: ControllerProcess
     (("query", "select 1"), "ExecuteRawQuery"),
     (("endpoints", "mint", "/system/log-server"), "MintEndpointToken"),
     (("task", "fail", "/x/y/0"), "KickTasks"),
-    (("process", "status"), "GetProcessStatus"),
 ])
 def test_commands_needing_what_it_lacks_get_one_clear_line(embedded: ControllerProcess, workspace: Path,
                                                            command: tuple[str, ...], rpc: str) -> None:

@@ -6,7 +6,6 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from fray_jupyter.runtime_file import (
@@ -16,6 +15,7 @@ from fray_jupyter.runtime_file import (
     remove_runtime_file,
     write_runtime_file,
 )
+from tests.waiting import until
 
 
 def _info(pid: int) -> ControllerInfo:
@@ -31,10 +31,8 @@ def test_written_private_and_read_back(tmp_path: Path) -> None:
 
 def test_a_dead_or_zombie_process_is_stale(tmp_path: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    until(lambda: Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z",
+          "the child a zombie (exited, not reaped)")
     path = write_runtime_file(_info(child.pid), tmp_path / "rt.json")
     assert not process_alive(child.pid) and read_runtime_file(path) is None  # exited, not yet reaped
     child.wait()

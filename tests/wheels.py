@@ -34,7 +34,7 @@ def run(*command: str, cwd: Path = ROOT, timeout: float = 300) -> str:
     return output
 
 
-def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory every worker of this test run shares (each xdist worker's base temp dir is
     ``<run>/popen-gwN``), or this process's own without xdist."""
     base = tmp_path_factory.getbasetemp()
@@ -43,7 +43,7 @@ def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def clean_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from the files git would commit, once per test run (module rules)."""
-    shared = _run_dir(tmp_path_factory) / "clean-wheel"
+    shared = run_dir(tmp_path_factory) / "clean-wheel"
     with exclusive(shared.with_suffix(".lock"), BUILD_TIMEOUT):
         built = sorted(shared.glob("fray_jupyter-*.whl"))
         if built:

@@ -6,12 +6,12 @@ endpoint of theirs still registered."""
 from __future__ import annotations
 
 import re
-import time
 
 import nbformat
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.iris.states import is_job_finished
+from tests.waiting import until
 
 RECORDS = 1000
 """The notebook's dataset: ``range(1000)``, of which the filter keeps the numbers not divisible by 3."""
@@ -32,7 +32,5 @@ def check_zephyr_run(notebook: nbformat.NotebookNode, client: FrayClient, user: 
     assert [child for child in children if "workers" in child.job_id], [job.job_id for job in children]
     ended = {job.job_id: job.state for job in (*coordinators, *children)}
     assert all(is_job_finished(state) for state in ended.values()), ended
-    deadline = time.monotonic() + ENDPOINTS_GONE_S  # Iris drops them with the job; leases bound the rest
-    while left := [endpoint.name for endpoint in client.endpoints(f"/{user}/")]:
-        assert time.monotonic() < deadline, f"endpoints still registered: {left}"
-        time.sleep(0.2)
+    # Iris drops them with the job; leases bound the rest
+    until(lambda: not client.endpoints(f"/{user}/"), f"every endpoint under /{user}/ gone", hang_guard=ENDPOINTS_GONE_S)

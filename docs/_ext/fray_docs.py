@@ -328,7 +328,8 @@ class DifferencesDirective(GeneratedDirective):
                   ("LOCAL_RUNTIME_ONLY", "Artefacts of Iris's local process runtime, left out"),
                   ("CASE_DIFFERENCES", "Corpus jobs that differ in some aspect"),
                   ("COORDINATOR_DIFFERENCES", "Coordinator trees and child-job calls that differ"),
-                  ("ACTOR_DIFFERENCES", "Actor scenarios that differ"))
+                  ("ACTOR_DIFFERENCES", "Actor scenarios that differ"),
+                  ("INSPECT_DIFFERENCES", "Profiles, thread dumps and exec: answers that differ"))
         for name, title in tables:
             table: dict[Any, Any] = getattr(module, name)
             rows = [(literal(str(key)), text(why if isinstance(why, str) else why.why)) for key, why in table.items()]
@@ -384,11 +385,19 @@ def _copy_examples(app: Sphinx, config: Any) -> None:
             shutil.copyfile(path, copy)
 
 
+KEEP_CONTROLLER_ENV = "FRAY_DOCS_KEEP_CONTROLLER_IN"
+"""A directory: the examples' private Jupyter dirs are made in it, and the embedded controller they
+started is left running when the build ends, for the caller to inspect and stop (the tests check
+what the Zephyr example left on it, ``tests/docs_build.py``)."""
+
+
 def _isolate(app: Sphinx) -> None:
     """Kernels the build starts (they inherit this environment) use private Jupyter dirs, submit
     as ``DOCS_USER`` and reach only the embedded controller they start."""
-    root = Path(tempfile.mkdtemp(prefix="fray-docs-"))
-    app.fray_docs_root = root  # type: ignore[attr-defined]
+    kept = os.environ.get(KEEP_CONTROLLER_ENV)
+    root = Path(kept) if kept else Path(tempfile.mkdtemp(prefix="fray-docs-"))
+    if not kept:
+        app.fray_docs_root = root  # type: ignore[attr-defined]  # stopped and removed when the build ends
     for name in ISOLATED_ENV:
         os.environ[name] = str(root / name.lower())
     for name in CLEARED_ENV:

@@ -7,7 +7,6 @@ granting endpoint leases as short as ``LEASE_FLOOR_S`` (``$FRAY_MIN_ENDPOINT_LEA
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +17,7 @@ from fray_jupyter.controller import iris_local
 from fray_jupyter.controller.endpoints import MIN_LEASE_ENV
 from fray_jupyter.iris.placement_workers import warm_workers
 from tests.controller_harness import start_controller, stop_quietly
+from tests.waiting import until
 
 WARM_TIMEOUT = 120.0
 REST_TIMEOUT = 180.0
@@ -28,24 +28,21 @@ def _wait_for_warm_slices(client: FrayClient) -> None:
     """Block until every group's warm slices (``buffer_slices``) are ready: a gang that only warm workers
     can hold must find them up, or its first pending reason would read as 'never'."""
     wanted = {g.name: min(g.buffer_slices, g.max_slices) for g in load_profile().groups}
-    deadline = time.monotonic() + WARM_TIMEOUT
-    while True:
+
+    def warm() -> bool:
         ready = {g.name: g.slice_state_counts["ready"] for g in client.autoscaler_status().status.groups}
         workers = client.workers().workers
-        if all(ready.get(name, 0) >= count for name, count in wanted.items()) and all(w.healthy for w in workers):
-            return
-        assert time.monotonic() < deadline, f"warm slices not ready after {WARM_TIMEOUT} s: {ready}"
-        time.sleep(0.2)
+        return all(ready.get(name, 0) >= count for name, count in wanted.items()) and all(w.healthy for w in workers)
+
+    until(warm, "every group's warm slices ready", hang_guard=WARM_TIMEOUT)
 
 
 def wait_at_rest(twin: FrayClient) -> None:
     """Block until the twin lists only its warm workers (slices earlier jobs scaled up are reclaimed
     once idle): the state every module expects to find it in and leaves it in."""
     warm = len(warm_workers(load_profile()))
-    deadline = time.monotonic() + REST_TIMEOUT
-    while len(twin.workers().workers) > warm:
-        assert time.monotonic() < deadline, f"twin not at rest after {REST_TIMEOUT} s: {len(twin.workers().workers)}"
-        time.sleep(0.5)
+    until(lambda: len(twin.workers().workers) <= warm, "the twin at rest (its warm workers only)",
+          hang_guard=REST_TIMEOUT)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,6 @@ checks, against the twin's own answers:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import start_controller, stop_quietly
 from tests.differential.differences import BUDGET_DIFFERENCES
+from tests.waiting import until
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -88,11 +88,12 @@ HELD = ResourceConfig.with_tpu("v4-32", slice_count=2)  # one 8-task gang on 4-V
 
 
 def eventually(read: Callable[[], T], done: Callable[[T], bool], what: str) -> T:
-    deadline = time.monotonic() + TIMEOUT
-    while not done(value := read()):
-        assert time.monotonic() < deadline, f"{what}: still {value}"
-        time.sleep(0.2)
-    return value
+    """``read()``'s first value that is ``done`` (``tests/waiting.py``; Iris has no change feed)."""
+    def reached() -> tuple[T] | None:
+        value = read()
+        return (value,) if done(value) else None
+
+    return until(reached, what, hang_guard=TIMEOUT)[0]
 
 
 def all_running(client: FrayClient, job_id: str) -> None:

@@ -6,13 +6,14 @@ is compared on its own."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import Any
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
+from tests.waiting import until
 
 CHUNKS = [
     (1, "\x1b[32mgreen\x1b[0m plain\n"), (2, "\r  0%|  | 0/3 [00:00<?, ?it/s]"),
@@ -38,13 +39,13 @@ def stored(client: FrayClient, workspace: Path) -> dict[str, list[tuple[str, int
                      environment=EnvironmentConfig(workspace=str(workspace), setup_scripts=[]))
     job_id = client.submit(plan(job, user="diff"))
     client.wait(job_id, timeout=120)
-    deadline = time.monotonic() + 60
-    while True:  # a genuine Iris worker ships a finished task's last rows to the log service a little later
+
+    def complete() -> list[Any] | None:  # a genuine Iris worker ships a finished task's last rows a little later
         rows = [entry for page in client.log_pages(job_id) for entry in page.entries]
         last = {entry.source: entry.data for entry in rows}
-        if (last.get("stdout"), last.get("stderr")) == (LAST_OUT, LAST_ERR) or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+        return rows if (last.get("stdout"), last.get("stderr")) == (LAST_OUT, LAST_ERR) else None
+
+    rows = until(complete, "the task's last stdout and stderr rows stored")
     return {source: [(entry.data, entry.level) for entry in rows if entry.source == source]
             for source in ("stdout", "stderr")}
 

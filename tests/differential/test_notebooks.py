@@ -5,7 +5,6 @@ worker sets (``task_info()``), so the same cells print the same places."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import nbformat
@@ -15,6 +14,7 @@ from nbclient import NotebookClient
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.discovery import URL_ENV
 from tests.jupyter_isolation import isolated_jupyter
+from tests.waiting import until
 from tests.zephyr_checks import check_zephyr_run
 
 EXAMPLES = sorted((Path(__file__).parent.parent.parent / "examples").glob("*.ipynb"))
@@ -51,12 +51,11 @@ def test_example_runs_on_the_twin(twin: FrayClient, tmp_path: Path, monkeypatch:
         assert all(any(line in text for text in seen) for line in lines), seen
 
 
-def _wait_for_lines(client: FrayClient, job_id: str, lines: list[str], timeout: float = 60.0) -> list[str]:
-    """The job's log lines once they include ``lines`` (or after ``timeout``): Iris's log service may
-    deliver a finished job's last lines after the cell's live tail has ended."""
-    deadline = time.monotonic() + timeout
-    while True:
+def _wait_for_lines(client: FrayClient, job_id: str, lines: list[str]) -> list[str]:
+    """The job's log lines once they include ``lines``: Iris's log service may deliver a finished
+    job's last lines after the cell's live tail has ended."""
+    def complete() -> list[str] | None:
         seen = [entry.data for entry in client.logs(job_id).entries]
-        if all(any(line in text for text in seen) for line in lines) or time.monotonic() > deadline:
-            return seen
-        time.sleep(0.2)
+        return seen if all(any(line in text for text in seen) for line in lines) else None
+
+    return until(complete, f"{lines} in the log of {job_id}")
