@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from fray_jupyter.iris.proto import controller_pb2, finelog_stats_pb2, job_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file
+from tests.waiting import HANG_GUARD_S, until
 
 C = controller_pb2.Controller
 M = TypeVar("M", bound=Message)
@@ -143,15 +143,13 @@ class Wire:
     def tasks(self, job_id: str) -> list[job_pb2.TaskStatus]:
         return list(self.call("ListTasks", C.ListTasksRequest(job_id=job_id)).tasks)
 
-    def wait(self, job_id: str, states: set[int], timeout: float = 20.0) -> job_pb2.JobStatus:
-        """Poll until the job is in one of ``states``."""
-        deadline = time.monotonic() + timeout
-        while True:
+    def wait(self, job_id: str, states: set[int], timeout: float = HANG_GUARD_S) -> job_pb2.JobStatus:
+        """The job's status once it is in one of ``states`` (``tests/waiting.py``; ``timeout`` is its hang guard)."""
+        def reached() -> job_pb2.JobStatus | None:
             status = self.status(job_id)
-            if status.state in states:
-                return status
-            assert time.monotonic() < deadline, f"{job_id} stuck: {status}"
-            time.sleep(0.03)
+            return status if status.state in states else None
+
+        return until(reached, f"{job_id} in states {sorted(states)}", hang_guard=timeout)
 
 
 TERMINAL = {job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED, job_pb2.JOB_STATE_KILLED,
@@ -186,7 +184,7 @@ class ControllerProcess:
 
 
 def start_controller(state_dir: Path, *extra: str, runtime_file: Path | None = None,
-                     env: dict[str, str] | None = None, timeout: float = 20) -> ControllerProcess:
+                     env: dict[str, str] | None = None, timeout: float = HANG_GUARD_S) -> ControllerProcess:
     """Start the controller on 127.0.0.1 with free ports and wait for its runtime file."""
     runtime_file = runtime_file or state_dir.parent / f"{state_dir.name}-runtime.json"
     runtime_file.unlink(missing_ok=True)
@@ -198,12 +196,18 @@ def start_controller(state_dir: Path, *extra: str, runtime_file: Path | None = N
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
     )
     log.close()
-    deadline = time.monotonic() + timeout
-    while (info := read_runtime_file(runtime_file)) is None or info.pid != process.pid:
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"controller did not start:\n{ControllerProcess.log_of(state_dir)}")
-        time.sleep(0.02)
+
+    def started() -> ControllerInfo | None:
+        if process.poll() is not None:
+            raise RuntimeError(f"controller exited {process.returncode}:\n{ControllerProcess.log_of(state_dir)}")
+        info = read_runtime_file(runtime_file)
+        return info if info is not None and info.pid == process.pid else None
+
+    try:
+        info = until(started, "the controller's runtime file", hang_guard=timeout)
+    except AssertionError:
+        process.kill()
+        raise RuntimeError(f"controller did not start:\n{ControllerProcess.log_of(state_dir)}") from None
     return ControllerProcess(process, state_dir, runtime_file, info)
 
 

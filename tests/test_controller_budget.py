@@ -3,12 +3,9 @@ tasks, the effective band (and its order and stamp in the scheduler), and the bu
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import parent_job_id
 from fray_jupyter.resources import ResourceConfig
 from tests.controller_harness import launch_request
-from tests.test_controller_service import Core, refused, run
+from tests.service_core import Core, refused, run
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -44,18 +41,6 @@ def state(core: Core) -> C.GetSchedulerStateResponse:
     return core.service.get_scheduler_state(C.GetSchedulerStateRequest())
 
 
-async def until(condition: Callable[[], bool], timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
-
-
-async def running(core: Core, job_id: str) -> None:
-    """Until every task of the job is RUNNING."""
-    await until(lambda: all(t.state == J.TASK_STATE_RUNNING for t in core.tasks(job_id)))
-
-
 def test_a_user_without_a_row_has_the_defaults_unlimited_and_interactive(tmp_path: Path) -> None:
     async def body(core: Core) -> None:
         answer = budget(core, "nobody")
@@ -71,7 +56,7 @@ def test_spend_counts_the_active_tasks_of_jobs_not_submitted_at_batch(tmp_path: 
     async def body(core: Core) -> None:
         big = core.launch(job("big", replicas=3))
         core.launch(job("cheap", band=J.PRIORITY_BAND_BATCH))
-        await running(core, big)
+        await core.running(big)
         assert budget(core, "alice").budget_spent == 3 * VALUE
         core.service.terminate_job(C.TerminateJobRequest(job_id=big))
         assert budget(core, "alice").budget_spent == 0
@@ -114,7 +99,7 @@ def test_over_budget_work_waits_and_runs_at_batch_and_the_band_is_stamped(tmp_pa
     async def body(core: Core) -> None:
         set_budget(core, "alice", VALUE - 1)  # one running task puts alice over
         first = core.launch(job("first"))
-        await running(core, first)
+        await core.running(first)
         second = core.launch(job("second", replicas=2))
         answer = state(core)
         assert [(b.band, b.user_id, b.job_id, b.count) for b in answer.pending_buckets] == [
@@ -126,7 +111,7 @@ def test_over_budget_work_waits_and_runs_at_batch_and_the_band_is_stamped(tmp_pa
         assert alice.utilization_percent == pytest.approx(VALUE / (VALUE - 1) * 100)
         assert (answer.total_pending, answer.total_running) == (2, 1)
         core.service.terminate_job(C.TerminateJobRequest(job_id=first))
-        await until(lambda: any(b.job_id == second for b in state(core).running_buckets))
+        await core.until(lambda: any(b.job_id == second for b in state(core).running_buckets), "the second job running")
         (placed,) = [b for b in state(core).running_buckets if b.job_id == second]
         assert (placed.band, placed.count) == (J.PRIORITY_BAND_INTERACTIVE, 1)  # placed when back under the limit
         (waiting,) = state(core).pending_buckets
@@ -138,11 +123,11 @@ def test_over_budget_work_waits_and_runs_at_batch_and_the_band_is_stamped(tmp_pa
 def test_the_scheduler_takes_bands_highest_first(tmp_path: Path) -> None:
     async def body(core: Core) -> None:
         blocker = core.launch(job("blocker"))
-        await running(core, blocker)
+        await core.running(blocker)
         batch = core.launch(job("batch", band=J.PRIORITY_BAND_BATCH))
         interactive = core.launch(job("interactive"))
         core.service.terminate_job(C.TerminateJobRequest(job_id=blocker))
-        await running(core, interactive)
+        await core.running(interactive)
         assert core.status(batch).state == J.JOB_STATE_PENDING
         (bucket,) = [b for b in state(core).running_buckets]
         assert (bucket.job_id, bucket.band) == (interactive, J.PRIORITY_BAND_INTERACTIVE)
@@ -153,11 +138,11 @@ def test_the_scheduler_takes_bands_highest_first(tmp_path: Path) -> None:
 def test_inside_a_band_the_user_who_spent_less_goes_first(tmp_path: Path) -> None:
     async def body(core: Core) -> None:
         blocker, spending = core.launch(job("blocker", user="x")), core.launch(job("a0"))
-        await running(core, blocker)
-        await running(core, spending)
+        await core.running(blocker)
+        await core.running(spending)
         older, newer = core.launch(job("a1")), core.launch(job("b1", user="bob"))
         core.service.terminate_job(C.TerminateJobRequest(job_id=blocker))
-        await running(core, newer)  # alice has a task running, bob none: bob's turn comes first
+        await core.running(newer)  # alice has a task running, bob none: bob's turn comes first
         assert core.status(older).state == J.JOB_STATE_PENDING
 
     run(tmp_path, body, slots=2)
@@ -167,9 +152,9 @@ def test_a_user_over_budget_starts_interactive_work_at_batch(tmp_path: Path) -> 
     async def body(core: Core) -> None:
         set_budget(core, "alice", 1)
         first = core.launch(job("first"))
-        await running(core, first)
+        await core.running(first)
         later = core.launch(job("later"))
-        await running(core, later)
+        await core.running(later)
         bands = {b.job_id: b.band for b in state(core).running_buckets}
         assert bands == {first: J.PRIORITY_BAND_INTERACTIVE, later: J.PRIORITY_BAND_BATCH}
         assert budget(core, "alice").budget_spent == 2 * VALUE  # moved down by the scheduler: still counted

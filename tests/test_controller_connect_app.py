@@ -79,7 +79,7 @@ def test_errors_follow_the_connect_protocol() -> None:
     assert _error(_post("/iris.cluster.ControllerService/Nope", headers=proto)) == (501, "unimplemented")
     unsupported = _post("/proxy/system.log-server/finelog.stats.StatsService/DropTable", headers=proto)
     assert _error(unsupported) == (501, "unimplemented")
-    assert "task status text namespace (iris.task_status) only" in unsupported.json()["message"]
+    assert "namespaces iris.task, iris.task_event, iris.profile and iris.task_status only" in unsupported.json()["message"]
     assert _error(_post(verb="GET", headers=proto)) == (405, "unimplemented")
     not_found = C.GetJobStateRequest(job_ids=["/boom"]).SerializeToString()
     assert _error(_post(body=not_found, headers=proto)) == (404, "not_found")

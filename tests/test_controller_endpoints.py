@@ -24,6 +24,7 @@ from fray_jupyter.controller.endpoints import (
     granted_lease_ms,
     lease_floor_ms,
 )
+from fray_jupyter.controller.ports import PORT_RANGE
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2
 from tests.controller_harness import (
     ControllerProcess,
@@ -101,15 +102,18 @@ def until(condition: object, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_every_task_gets_its_job_s_ports_as_zero(controller: ControllerProcess) -> None:
-    """``IRIS_PORT_<NAME>`` is 0 (bind port 0), for every task and every port name."""
+def test_every_task_gets_a_reserved_port_per_name(controller: ControllerProcess) -> None:
+    """``IRIS_PORT_<NAME>`` is a port of Iris's task range the attempt holds (``controller.ports``),
+    one per name, for every task."""
     wire = controller.wire()
     request = launch_request("ports", 'echo "ports=$IRIS_PORT_ACTOR,$IRIS_PORT_JAX"', replicas=2)
     request.ports.extend(["actor", "jax"])
     job_id = wire.launch(request)
     wire.wait(job_id, {J.JOB_STATE_SUCCEEDED})
     response = wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id))
-    assert sorted(entry.data for batch in response.task_logs for entry in batch.logs) == ["ports=0,0"] * 2
+    lines = [entry.data.removeprefix("ports=").split(",") for batch in response.task_logs for entry in batch.logs]
+    assert len(lines) == 2 and all(len(set(ports)) == 2 for ports in lines), lines
+    assert all(int(port) in PORT_RANGE for ports in lines for port in ports), lines
 
 
 def test_a_registration_is_renewed_by_its_id_and_listed_by_name_prefix_and_task(wire: Wire) -> None:

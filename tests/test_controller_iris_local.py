@@ -10,7 +10,6 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -24,8 +23,9 @@ from fray_jupyter.iris.proto import job_pb2, vm_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
-from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, read_runtime_file
+from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, ControllerInfo, read_runtime_file
 from tests.twin import Outcome, places, settle
+from tests.waiting import until
 
 needs_iris = pytest.mark.skipif(iris_local.unavailable_reason() is not None,
                                 reason=str(iris_local.unavailable_reason()))
@@ -52,10 +52,11 @@ def test_iris_local_serves_the_client_through_the_runtime_file(tmp_path: Path, m
              "--state-dir", str(tmp_path / "state"), "--runtime-file", str(runtime_file)],
             stdout=out, stderr=subprocess.STDOUT, env=env, text=True)
     try:
-        deadline = time.monotonic() + iris_local.START_TIMEOUT
-        while (info := read_runtime_file(runtime_file)) is None:
-            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "out.log").read_text()
-            time.sleep(0.1)
+        def started() -> ControllerInfo | None:
+            assert process.poll() is None, (tmp_path / "out.log").read_text()
+            return read_runtime_file(runtime_file)
+
+        info = until(started, "the controller's runtime file", hang_guard=iris_local.START_TIMEOUT)
         assert info.url == f"http://127.0.0.1:{port}" and info.grpc_url == "" and info.token == ""
         assert info.pid == process.pid and stat.S_IMODE(runtime_file.stat().st_mode) == 0o600
         assert f"iris-local connect={info.url}" in (tmp_path / "out.log").read_text()
@@ -159,10 +160,8 @@ def test_the_marin_manifest_starts_with_every_group_and_no_warm_slice(tmp_path: 
         assert not [name for name, group in first.items() if group.slice_state_counts["ready"]]
         assert {group.region for group in first.values() if group.device_variant == "v5p-16"} == {
             "us-central1", "us-east5"}
-        deadline = time.monotonic() + 30  # the status is a snapshot of the autoscaler's next evaluation (0.5 s)
-        while {group.idle_threshold_ms for group in groups().values()} != {iris_local.IDLE_SECONDS * 1000}:
-            assert time.monotonic() < deadline, {group.idle_threshold_ms for group in groups().values()}
-            time.sleep(0.2)
+        until(lambda: {group.idle_threshold_ms for group in groups().values()} == {iris_local.IDLE_SECONDS * 1000},
+              "every group's idle threshold set")  # the status is a snapshot of the autoscaler's next evaluation
 
 
 # -- the built-in profile on the genuine scheduler -----------------------------------------------------
@@ -194,10 +193,7 @@ def test_two_v4_32_slices_stay_pending_with_iris_reason(twin: FrayClient, tmp_pa
     # A v4-32 slice must be up for the scheduler's half of the reason ("largest group has 4"): a
     # one-slice job holds one for the test (a slice an earlier test scaled up may be reclaimed by now).
     holder = _submit(twin, "v4-32-holder", ResourceConfig.with_tpu("v4-32"), tmp_path, "sleep 600")
-    deadline = time.monotonic() + 120
-    while twin.state([holder])[holder] != job_pb2.JOB_STATE_RUNNING:
-        assert time.monotonic() < deadline, f"the v4-32 holder is not running after 120 s: {twin.status(holder)}"
-        time.sleep(0.2)
+    until(lambda: twin.state([holder])[holder] == job_pb2.JOB_STATE_RUNNING, "the v4-32 holder running")
     job_id = _submit(twin, "v4-32x2", ResourceConfig.with_tpu("v4-32", slice_count=2), tmp_path)
     try:
         found = settle(twin, [job_id])[job_id]

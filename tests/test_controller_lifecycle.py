@@ -43,7 +43,7 @@ def test_status_gc_and_stop_commands(tmp_path: Path) -> None:
         assert figures["jobs"] == 1 and figures["tasks_running"] == 0 and figures["jobs_queued"] == 0
         assert figures["state_bytes"] > 0 and figures["policy"]["max_bytes"] == 2**30
         gc = fray("controller", "gc", "--runtime-file", runtime)
-        assert gc.returncode == 0 and "removed the files of 1 finished job(s)" in gc.stdout, gc.stdout + gc.stderr
+        assert gc.returncode == 0 and "removed the files of 1 finished job and" in gc.stdout, gc.stdout + gc.stderr
         stopped = fray("controller", "stop", "--runtime-file", runtime)
         assert stopped.returncode == 0 and f"pid {controller.process.pid}" in stopped.stdout
         assert controller.process.wait(timeout=5) == 0 and not controller.runtime_file.exists()

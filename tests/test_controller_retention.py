@@ -14,7 +14,7 @@ from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.retention import Policy, Retention, parse_size, tree_bytes
 from fray_jupyter.iris.proto import job_pb2
 from tests.controller_harness import launch_request
-from tests.test_controller_service import Core, _zip_deflated, run
+from tests.service_core import Core, run, zip_bundle
 
 J = job_pb2
 A = job_pb2.TaskOutputArchive
@@ -33,7 +33,7 @@ def workdir_of(core: Core, job_id: str) -> Path:
 def test_files_of_finished_jobs_go_after_the_retention_days_records_and_running_jobs_stay(tmp_path: Path) -> None:
     async def body(core: Core) -> None:
         done = core.launch(launch_request("done", "echo kept-log > out.txt; echo line",
-                                          bundle_blob=_zip_deflated({"a.py": b"x"})))
+                                          bundle_blob=zip_bundle({"a.py": b"x"}, deflated=True)))
         await core.wait(done)
         running = core.launch(launch_request("running", "sleep 30"))
         await core.wait(running, {J.JOB_STATE_RUNNING})

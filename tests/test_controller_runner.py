@@ -13,6 +13,7 @@ from fray_jupyter.controller import runner
 from fray_jupyter.controller.runner import Attempt, Outcome, TaskIdentity, task_environment
 from fray_jupyter.iris.proto import job_pb2 as J
 from tests.controller_harness import pid_alive
+from tests.waiting import until
 
 
 def _attempt(tmp_path: Path, steps: list[list[str]], lines: list[tuple[str, str]], timeout: float | None = None,
@@ -113,10 +114,7 @@ def test_leftover_processes_in_the_group_end_with_the_task(tmp_path: Path) -> No
 
 def _gone(pid: int) -> None:
     """SIGKILL is delivered asynchronously: wait for the process to go (the deadline is a hang guard)."""
-    deadline = time.monotonic() + 30
-    while pid_alive(pid):
-        assert time.monotonic() < deadline, f"process {pid} still alive"
-        time.sleep(0.01)
+    until(lambda: not pid_alive(pid), f"process {pid} gone")
 
 
 def test_task_environment(tmp_path: Path) -> None:

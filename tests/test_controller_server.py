@@ -82,10 +82,10 @@ def test_failing_task_retries_then_fails(controller: ControllerProcess) -> None:
     job_id = wire.launch(launch_request(
         "retry", "echo attempt $IRIS_TASK_ID; exit 3", max_retries_failure=1, max_task_failures=1))
     final = wire.wait(job_id, TERMINAL)
-    assert final.state == J.JOB_STATE_FAILED and final.failure_count == 2 and final.exit_code == 3
+    assert final.state == J.JOB_STATE_FAILED and final.failure_count == 2 and final.exit_code == 0  # as Iris
     (task,) = wire.tasks(job_id)
     assert [a.state for a in task.attempts] == [J.TASK_STATE_FAILED, J.TASK_STATE_FAILED]
-    assert task.state == J.TASK_STATE_FAILED and "exit code 3" in task.error
+    assert task.state == J.TASK_STATE_FAILED and task.exit_code == 3 and task.error == "Exit code: 3"
     assert _task_lines(wire, job_id)[f"{job_id}/0"] == [f"attempt {job_id}/0:0", f"attempt {job_id}/0:1"]
 
 

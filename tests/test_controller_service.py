@@ -3,73 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import io
-import time
-import zipfile
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.engine import Engine
-from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.service import ControllerService
-from fray_jupyter.controller.store import Store
+from fray_jupyter.controller.rpc import Code
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2
-from tests.controller_harness import TERMINAL, launch_request
+from tests.controller_harness import launch_request
+from tests.service_core import Core, refused, run, zip_bundle
 
 C = controller_pb2.Controller
 J = job_pb2
-
-
-class Core:
-    """A service with its engine running on the current event loop."""
-
-    def __init__(self, root: Path, slots: int) -> None:
-        self.store = Store(root / "controller.sqlite3")
-        self.engine = Engine(self.store, root / "work", slots)
-        self.service = ControllerService(self.store, self.engine, root / "bundles")
-
-    def launch(self, request: C.LaunchJobRequest) -> str:
-        return self.service.launch_job(request).job_id
-
-    def status(self, job_id: str) -> J.JobStatus:
-        return self.service.get_job_status(C.GetJobStatusRequest(job_id=job_id)).job
-
-    def tasks(self, job_id: str) -> list[J.TaskStatus]:
-        return list(self.service.list_tasks(C.ListTasksRequest(job_id=job_id)).tasks)
-
-    def lines(self, job_id: str) -> list[str]:
-        response = self.service.get_task_logs(C.GetTaskLogsRequest(id=job_id))
-        return [entry.data for batch in response.task_logs for entry in batch.logs]
-
-    async def wait(self, job_id: str, states: set[int] = TERMINAL, timeout: float = 15) -> J.JobStatus:
-        deadline = time.monotonic() + timeout
-        while (status := self.status(job_id)).state not in states:
-            assert time.monotonic() < deadline, status
-            await asyncio.sleep(0.02)
-        return status
-
-
-def run(tmp_path: Path, body: Callable[[Core], Awaitable[None]], slots: int = 4) -> None:
-    async def main() -> None:
-        core = Core(tmp_path, slots)
-        runner = asyncio.ensure_future(core.engine.run())
-        try:
-            await body(core)
-        finally:
-            await core.engine.close()
-            runner.cancel()
-            core.store.close()
-
-    asyncio.run(main())
-
-
-def refused(code: Code, call: Callable[[], object]) -> str:
-    with pytest.raises(RpcError) as error:
-        call()
-    assert error.value.code == code, error.value.message
-    return error.value.message
 
 
 def test_existing_job_policies(tmp_path: Path) -> None:
@@ -147,18 +91,10 @@ def test_reads_of_unknown_jobs_and_tasks_are_not_found(tmp_path: Path) -> None:
     run(tmp_path, body)
 
 
-def _zip(files: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, text in files.items():
-            archive.writestr(name, text)
-    return buffer.getvalue()
-
-
 def test_bundle_workdir_files_and_setup_commands(tmp_path: Path) -> None:
     async def body(core: Core) -> None:
         request = launch_request("files", "cat pkg/a.txt b.txt setup.txt; echo $IRIS_BUNDLE_ID",
-                                 bundle_blob=_zip({"pkg/a.txt": "from-bundle\n", "b.txt": "overridden\n"}))
+                                 bundle_blob=zip_bundle({"pkg/a.txt": "from-bundle\n", "b.txt": "overridden\n"}))
         request.entrypoint.workdir_files["b.txt"] = b"from-workdir-files\n"
         request.entrypoint.setup_commands[:] = ["echo set-up > setup.txt", "echo second"]
         job_id = core.launch(request)
@@ -213,10 +149,8 @@ def test_log_paging_with_a_line_cap(tmp_path: Path) -> None:
     async def body(core: Core) -> None:
         job_id = core.launch(launch_request("pages", "seq 1 5; seq 6 7 >&2"))
         await core.wait(job_id)
-        deadline = time.monotonic() + 15
-        while len(core.lines(job_id)) < 7:  # a task's last lines may reach the store after its end
-            assert time.monotonic() < deadline, core.lines(job_id)
-            await asyncio.sleep(0.02)
+        await core.until(lambda: len(core.lines(job_id)) >= 7,  # a task's last lines may reach the store after its end
+                         "all 7 lines stored")
         seen, cursor = [], 0
         for _ in range(10):
             page = core.service.get_task_logs(C.GetTaskLogsRequest(id=f"{job_id}/0:0", cursor=cursor,
@@ -259,17 +193,14 @@ def test_recreating_a_running_job_whose_task_ignores_sigterm(tmp_path: Path) -> 
         request = launch_request("rerun", STUBBORN)
         job_id = core.launch(request)
         await core.wait(job_id, {J.JOB_STATE_RUNNING})
-        while "old-line" not in core.lines(job_id):
-            await asyncio.sleep(0.02)
+        await core.until(lambda: "old-line" in core.lines(job_id), "the old task's line stored")
         old_workdir = core.store.attempts(job_id)[0].workdir
         replacement = launch_request("rerun", FRESH, existing_job_policy=J.EXISTING_JOB_POLICY_RECREATE)
         assert core.launch(replacement) == job_id
-        final = await core.wait(job_id, timeout=20)
+        final = await core.wait(job_id)
         assert final.state == J.JOB_STATE_SUCCEEDED, final
-        deadline = time.monotonic() + 10
-        while core.engine.running:  # the old task's end (SIGKILL after the grace) comes and goes
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
+        # the old task's end (SIGKILL after the grace) comes and goes
+        await core.until(lambda: not core.engine.running, "no task running")
         lines = core.lines(job_id)
         assert lines[:2] == ["new-line", lines[1]] and "old-line" not in lines and "saw-old-marker" not in lines
         new_workdir = core.store.attempts(job_id)[0].workdir
@@ -322,31 +253,23 @@ def test_a_zip_bomb_bundle_is_refused_naming_the_limit(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(runner, "MAX_UNPACKED_BUNDLE_BYTES", 4 * 2**20)
     monkeypatch.setattr(runner, "MAX_BUNDLE_ENTRIES", 100)
-    big = _zip_deflated({"zeros.bin": b"\0" * (5 * 2**20)})
+    big = zip_bundle({"zeros.bin": b"\0" * (5 * 2**20)}, deflated=True)
     assert len(big) < 64 * 1024  # tiny zipped, 5 MiB unpacked
 
     async def body(core: Core) -> None:
         message = refused(Code.INVALID_ARGUMENT, lambda: core.launch(launch_request("bomb", "true", bundle_blob=big)))
         assert "over the limit of 4 MiB unpacked (MAX_UNPACKED_BUNDLE_BYTES)" in message
-        many = _zip_deflated({f"f{i}": b"" for i in range(101)})
+        many = zip_bundle({f"f{i}": b"" for i in range(101)}, deflated=True)
         message = refused(Code.INVALID_ARGUMENT, lambda: core.launch(launch_request("many", "true", bundle_blob=many)))
         assert "101 entries, over the limit of 100 entries (MAX_BUNDLE_ENTRIES)" in message
         # a bundle admitted under other limits is checked again before each unpacking
-        unpacked = core.launch(launch_request("unpacked", "true", bundle_blob=_zip_deflated({"a": b"x" * 100})))
+        unpacked = core.launch(launch_request("unpacked", "true", bundle_blob=zip_bundle({"a": b"x" * 100}, deflated=True)))
         monkeypatch.setattr(runner, "MAX_UNPACKED_BUNDLE_BYTES", 10)  # before the engine's next turn starts it
         final = await core.wait(unpacked)
         assert final.state == J.JOB_STATE_FAILED and "could not prepare the work dir" in final.error
         assert "over the limit" in final.error
 
     run(tmp_path, body, slots=1)
-
-
-def _zip_deflated(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 # -- engine callbacks are not fire-and-forget ------------------------------------------------------
@@ -391,8 +314,7 @@ def test_close_waits_for_attempts_at_most_its_timeout(tmp_path: Path, monkeypatc
         runner = asyncio.ensure_future(core.engine.run())
         job_id = core.launch(launch_request("stuck", "true"))
         await core.wait(job_id, {J.JOB_STATE_PENDING, J.JOB_STATE_RUNNING})
-        while not core.engine.running:
-            await asyncio.sleep(0.01)
+        await core.until(lambda: core.engine.running, "the task running")
         await asyncio.wait_for(core.engine.close(timeout=0.5), 10)  # returns: close does not wait for it
         assert core.status(job_id).state == J.JOB_STATE_WORKER_FAILED
         runner.cancel()
@@ -413,7 +335,7 @@ def test_an_idle_engine_sets_no_timer_and_a_scheduling_deadline_still_fires(tmp_
         await core.wait(blocker, {J.JOB_STATE_RUNNING})
         request = launch_request("waits", "true")
         request.scheduling_timeout.milliseconds = 200
-        status = await core.wait(core.launch(request), {J.JOB_STATE_UNSCHEDULABLE}, timeout=10)
+        status = await core.wait(core.launch(request), {J.JOB_STATE_UNSCHEDULABLE})
         assert "Scheduling timeout exceeded" in status.error
 
     run(tmp_path, body, slots=1)
@@ -453,8 +375,7 @@ def test_a_running_task_stopped_out_of_band_counts_as_a_preemption(tmp_path: Pat
         running = core.launch(launch_request("runs", "sleep 30", replicas=2))
         waiting = core.launch(launch_request("waits", "sleep 30"))
         await core.wait(running, {J.JOB_STATE_RUNNING})
-        while {t.state for t in core.tasks(running)} != {J.TASK_STATE_RUNNING}:
-            await asyncio.sleep(0.02)
+        await core.running(running)
         (queued,) = core.tasks(waiting)
         assert "free task slot" in queued.pending_reason and "free task slot" in core.status(waiting).pending_reason
         for job_id in (running, waiting):

@@ -25,9 +25,7 @@ from fray_jupyter.iris.states import is_job_finished
 from tests.controller_harness import (
     ControllerProcess,
     launch_request,
-    start_controller,
     status_text_rows,
-    stop_quietly,
 )
 
 C = controller_pb2.Controller
@@ -44,15 +42,6 @@ time.sleep(120)
 """
 
 
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    process = start_controller(tmp_path_factory.mktemp("status-text") / "state")
-    try:
-        yield process
-    finally:
-        stop_quietly(process)
-
-
 def test_a_task_sets_its_status_text_as_iris_tasks_do(controller: ControllerProcess) -> None:
     """Iris's ``report_task_status_text`` from inside a task, through ``IRIS_CONTROLLER_ADDRESS`` and the
     ``/system/log-server`` endpoint, arrives; fray-jupyter's client and finelog's read it back."""
@@ -65,6 +54,7 @@ def test_a_task_sets_its_status_text_as_iris_tasks_do(controller: ControllerProc
             assert time.monotonic() < deadline and not is_job_finished(state.state), client.logs(job_id).entries
             time.sleep(0.2)
         assert found == {f"{job_id}/0": StatusText(DETAIL, SUMMARY, 0)}
+        assert submitted <= found[f"{job_id}/0"].ts_ms <= time.time() * 1000
         assert client.status_texts([f"{job_id}/0"], since_ms=int(time.time() * 1000) + 60_000) == {}
         from finelog.client import LogClient
 
@@ -73,8 +63,10 @@ def test_a_task_sets_its_status_text_as_iris_tasks_do(controller: ControllerProc
             table = finelog.query(status_text_sql([f"{job_id}/0"], submitted))
         finally:
             finelog.close()
-        assert table.to_pylist() == [{"task_id": f"{job_id}/0", "attempt_id": 0, "status_text_detail_md": DETAIL,
-                                      "status_text_summary_md": SUMMARY}]
+        (row,) = table.to_pylist()
+        assert row.pop("ts") is not None  # when it was reported: what the panel's "reported 4 min ago" counts from
+        assert row == {"task_id": f"{job_id}/0", "attempt_id": 0, "status_text_detail_md": DETAIL,
+                       "status_text_summary_md": SUMMARY}
         client.terminate(job_id)
 
 
@@ -137,7 +129,9 @@ def test_a_replaced_job_takes_its_status_text_with_it(service: ControllerService
 
 def test_other_namespaces_and_bad_batches_are_refused(service: ControllerService) -> None:
     message = _refused(Code.INVALID_ARGUMENT, lambda: service.register_table(S.RegisterTableRequest(namespace="iris.worker")))
-    assert "'iris.task_status' (task status text) only" in message
+    assert "it keeps 'iris.task', 'iris.task_event', 'iris.profile', 'iris.task_status'" in message
+    assert "tasks write 'iris.task_status' (task status text) only" in _refused(Code.INVALID_ARGUMENT, lambda: (
+        service.write_rows(S.WriteRowsRequest(namespace="iris.task", arrow_ipc=b""))))
     schema = S.Schema(columns=[S.Column(name="task_id", type=S.COLUMN_TYPE_STRING)], key_column="task_id")
     echoed = service.register_table(S.RegisterTableRequest(namespace="iris.task_status", schema=schema))
     assert echoed.effective_schema == schema
@@ -154,7 +148,9 @@ def test_other_namespaces_and_bad_batches_are_refused(service: ControllerService
     "ATTACH DATABASE '/tmp/x' AS x",
     'DELETE FROM "iris.task_status"',
     "SELECT load_extension('x')",
-    'SELECT task_id FROM "iris.task_status" QUALIFY row_number() OVER () = 1',
+    "SELECT * FROM range(1000000000000)",
+    "COPY (SELECT 1) TO '/tmp/x.csv'",
+    "SELECT * FROM '/etc/passwd'",
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n",
     'SELECT 1; DROP TABLE "iris.task_status"',
 ])

@@ -6,8 +6,6 @@ tasks submitting their children through Marin's clients and ours: ``tests/test_m
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from fray_jupyter.controller.rpc import Code
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
 from tests.controller_harness import launch_request
-from tests.test_controller_service import Core, _zip, refused, run
+from tests.service_core import Core, refused, run, zip_bundle
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -29,13 +27,9 @@ def child(parent: str, name: str, command: str, **fields: object) -> C.LaunchJob
     return request
 
 
-async def stored_lines(core: Core, job_id: str, timeout: float = 15) -> list[str]:
+async def stored_lines(core: Core, job_id: str) -> list[str]:
     """The job's log lines once there are some (a running job's lines reach the store in batches)."""
-    deadline = time.monotonic() + timeout
-    while not (lines := core.lines(job_id)):
-        assert time.monotonic() < deadline, f"no line of {job_id} reached the store"
-        await asyncio.sleep(0.02)
-    return lines
+    return await core.until(lambda: core.lines(job_id), f"a line of {job_id} stored")
 
 
 def listing(core: Core, scope: int, parent: str = "", limit: int = 0) -> C.ListJobsResponse:
@@ -61,7 +55,7 @@ def test_a_child_named_by_its_parents_bundle_runs_on_the_parents_files(tmp_path:
     """Iris's in-task client sends the task's ``IRIS_BUNDLE_ID`` instead of a zip."""
     async def body(core: Core) -> None:
         coord = core.launch(launch_request("coord", "echo $IRIS_BUNDLE_ID; sleep 30",
-                                           bundle_blob=_zip({"step.txt": "from the parent's workspace\n"})))
+                                           bundle_blob=zip_bundle({"step.txt": "from the parent's workspace\n"})))
         step = child(coord, "step", "cat step.txt", bundle_id=(await stored_lines(core, coord))[0])
         assert (await core.wait(core.launch(step))).state == J.JOB_STATE_SUCCEEDED
         assert core.lines(step.name) == ["from the parent's workspace"]
@@ -242,7 +236,7 @@ def test_a_waiting_tree_never_deadlocks_its_slots(tmp_path: Path, slots: int) ->
             step = core.launch(child(root, "step", held(f"{tree}-step")))
             sub = core.launch(child(step, "sub", "true"))
             for job_id, release in ((sub, f"{tree}-step"), (step, f"{tree}-root"), (root, "")):
-                assert (await core.wait(job_id, timeout=30)).state == J.JOB_STATE_SUCCEEDED, job_id
+                assert (await core.wait(job_id)).state == J.JOB_STATE_SUCCEEDED, job_id
                 if release:
                     (tmp_path / release).touch()
         assert core.engine.slot_ledger().free == slots

@@ -7,8 +7,7 @@ from pathlib import Path
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import JOB_STATES
 from tests.controller_harness import launch_request
-from tests.test_controller_budget import running
-from tests.test_controller_service import Core, run
+from tests.service_core import Core, run
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -21,7 +20,7 @@ def test_users_with_jobs_or_budgets_busiest_first_counting_only_unfinished_jobs(
         busy = core.launch(launch_request("busy", "sleep 30", user="bob", replicas=2))
         core.launch(launch_request("one", "sleep 30", user="amy"))
         core.service.set_user_budget(C.SetUserBudgetRequest(user_id="budget-only", budget_limit=5))
-        await running(core, busy)
+        await core.running(busy)
         users = core.service.list_users(C.ListUsersRequest()).users
         assert [u.user for u in users] == ["bob", "amy", "budget-only", "zed"]
         bob, _, only, zed = users

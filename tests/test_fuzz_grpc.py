@@ -60,7 +60,9 @@ class Channel:
 
 @pytest.fixture(scope="module")
 def channel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Channel]:
-    controller = start_controller(tmp_path_factory.mktemp("fuzz") / "state", "--slots", "1")
+    # one slot and one task process at once: the blocker holds both, so no fuzzed job runs, even one
+    # asking for no CPU (which takes no slot, as on Iris)
+    controller = start_controller(tmp_path_factory.mktemp("fuzz") / "state", "--slots", "1", "--max-tasks", "1")
     wire = controller.wire("grpc")
     blocker = launch_request("hold-the-only-slot", "sleep 600", user="fuzz")
     assert wire.launch(blocker) == BLOCKER

@@ -202,11 +202,15 @@ def test_controller_service_methods() -> None:
         "ListTasks",
         "ListWorkers",
         "GetAutoscalerStatus",
+        "BeginCheckpoint",
         "ListUsers",
         "SetUserBudget",
         "GetUserBudget",
         "ListUserBudgets",
         "GetSchedulerState",
         "GetTaskLogs",
+        "ProfileTask",
+        "ExecInContainer",
+        "GetProcessStatus",
     ]
     assert service.methods_by_name["TerminateJob"].output_type.full_name == "iris.job.Empty"

@@ -2,9 +2,10 @@
 Connect (HTTP/1.1) and native gRPC, running each job's tasks as local processes.
 
 Modules, top to bottom: ``server`` (start-up, signals, runtime file) → ``connect_app`` /
-``grpc_server`` (transports) → ``service`` (one method per RPC; ``validation``, ``views``) →
-``engine`` (queue, slots, attempts, recovery; ``scheduler``, ``states``, ``runner``; the
-endpoint registry ``endpoints``, whose leases the engine's sleep also waits for) →
+``grpc_server`` (transports) → ``service`` (one method per RPC; ``validation``, ``views``,
+``checkpoint``) → ``engine`` (queue, slots, attempts, recovery; ``scheduler``, ``states``, ``runner``
+with ``exits``, ``ports``; the endpoint registry ``endpoints``, whose leases the engine's sleep also
+waits for) →
 ``store`` (SQLite). ``rpc`` holds what the transports share (codes, errors, method table).
 The service core and the engine run on one event loop; only the gRPC transport has a thread.
 

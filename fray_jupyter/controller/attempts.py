@@ -12,6 +12,8 @@ Rules:
 * Work dir: ``<work root>/job-<row id>/<task>.<attempt>-<uid prefix>``, fresh for each attempt
   (names stay out of paths); the bundle and ``workdir_files`` are unpacked into it off the event loop.
 * Environment: ``attempt_environment`` (``runner.task_environment``, then ``setup.worker_environment``).
+* Ports: an attempt asking for named ports holds one per name (``ports``) from the moment it is placed
+  until its last process exits; none free fails the attempt with the allocator's one line.
 * Outputs: what the attempt wrote under ``$IRIS_OUTPUT_DIR`` is archived before its end is recorded,
   as an Iris worker does; a stopped attempt's outputs are UNAVAILABLE (``cancelled``).
 * A failure while running or recording an attempt never loses its end: running, it ends FAILED
@@ -25,12 +27,13 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fray_jupyter.controller import setup
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.logbuffer import LogBuffer
+from fray_jupyter.controller.ports import PortAllocator, PortsExhausted
 from fray_jupyter.controller.runner import (
     OUTPUT_DIRNAME,
     Attempt,
@@ -39,6 +42,7 @@ from fray_jupyter.controller.runner import (
     prepare_workdir,
     task_environment,
 )
+from fray_jupyter.controller.scheduler import asks_no_cpu
 from fray_jupyter.controller.store import AttemptRow, JobRow, Store
 from fray_jupyter.iris import outputs
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
@@ -52,11 +56,16 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class _Unstartable(Exception):
+    """The attempt cannot start (its one-line reason, e.g. no free port): it fails without running."""
+
+
 @dataclass
 class Running:
     """A task holding a slot: from the moment it is placed until its last process exits.
     ``settled`` means its state was already decided elsewhere (stopped, bounced); ``forgotten``
-    that its job was replaced (its rows are gone: nothing more is recorded for it)."""
+    that its job was replaced (its rows are gone: nothing more is recorded for it). ``ports`` are the
+    named ports it holds; ``holds_slot`` is False for a task asking for no CPU (``scheduler``)."""
 
     job: JobRow
     idx: int
@@ -66,18 +75,20 @@ class Running:
     settled: bool = False
     forgotten: bool = False
     output_archive: job_pb2.TaskOutputArchive | None = None
+    ports: dict[str, int] = field(default_factory=dict)
+    holds_slot: bool = True
 
 
 def attempt_environment(identity: TaskIdentity, request: controller_pb2.Controller.LaunchJobRequest,
                         workdir: Path, work_root: Path, controller_url: str, passed_env: Mapping[str, str],
-                        worker_region: str) -> dict[str, str]:
+                        worker_region: str, ports: Mapping[str, int] | None = None) -> dict[str, str]:
     """The environment of an attempt's processes: ``runner.task_environment`` (the base, the
     pass-through variables, the job's, Iris's) and the worker variables setup needs on top
-    (``setup.worker_environment``); the one place it is built."""
+    (``setup.worker_environment``); ``ports`` the attempt's reserved ports; the one place it is built."""
     env = task_environment(
         identity, request.environment.env_vars, request.environment.setup_scripts, request.resources, workdir,
         controller_url, request.bundle_id, passed_env, constraints=request.constraints, worker_region=worker_region,
-        ports=request.ports,
+        ports=ports,
     )
     env.update(setup.worker_environment(workdir, work_root.parent, env.get("PATH", ""),
                                         setup=bool(request.entrypoint.setup_commands)))
@@ -97,6 +108,7 @@ class Attempts:
         self.cluster = cluster
         self.controller_url = ""
         self.running: dict[str, Running] = {}
+        self.ports = PortAllocator()
         self._on_running = on_running
         self._on_ended = on_ended
         self._on_unrecorded = on_unrecorded
@@ -114,8 +126,12 @@ class Attempts:
         uid = secrets.token_hex(8)
         workdir = self.work_root / f"job-{job.id}" / f"{idx}.{attempt}-{uid[:8]}"
         region = self.cluster.placed_region(request) if self.cluster is not None else ""
+        try:
+            ports, problem = self.ports.reserve(list(request.ports)), ""
+        except PortsExhausted as error:
+            ports, problem = {}, str(error)
         env = attempt_environment(TaskIdentity(job.job_id, idx, attempt, uid, job.replicas), request, workdir,
-                                  self.work_root, self.controller_url, self.passed_env, region)
+                                  self.work_root, self.controller_url, self.passed_env, region, ports)
         entrypoint = request.entrypoint
         process = Attempt(
             steps=setup.task_steps(entrypoint.setup_commands, entrypoint.run_command.argv), workdir=workdir,
@@ -128,10 +144,11 @@ class Attempts:
             None, None, "", str(workdir), 0,
         ))
         self.store.update_task(job.job_id, idx, state=J.TASK_STATE_ASSIGNED, attempt=attempt, priority_band=band)
-        running = Running(job, idx, attempt, uid, process)
+        running = Running(job, idx, attempt, uid, process, ports=ports,
+                          holds_slot=not asks_no_cpu(request.resources))
         self.running[uid] = running
         bundle = Path(job.bundle_path) if job.bundle_path else None
-        task = asyncio.ensure_future(self._execute(running, bundle, dict(entrypoint.workdir_files)))
+        task = asyncio.ensure_future(self._execute(running, bundle, dict(entrypoint.workdir_files), problem))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -169,9 +186,13 @@ class Attempts:
             running.process.kill()
         self.running.clear()
 
-    async def _execute(self, running: Running, bundle: Path | None, files: dict[str, bytes]) -> None:
+    async def _execute(self, running: Running, bundle: Path | None, files: dict[str, bytes], problem: str) -> None:
         try:
+            if problem:
+                raise _Unstartable(problem)
             await asyncio.to_thread(prepare_workdir, running.process.workdir, bundle, files)
+        except _Unstartable as error:
+            outcome = Outcome(J.TASK_STATE_FAILED, None, str(error))
         except (OSError, ValueError) as error:
             outcome = Outcome(J.TASK_STATE_FAILED, None, f"could not prepare the work dir: {error}")
         else:
@@ -185,7 +206,8 @@ class Attempts:
                 running.output_archive = await self._capture_outputs(running)
             except Exception:  # noqa: BLE001 - the attempt's end is still recorded
                 _LOG.exception("could not archive the outputs of %s/%d", running.job.job_id, running.idx)
-        self.running.pop(running.uid, None)  # the slot is free whatever happens next
+        self.running.pop(running.uid, None)  # the slot and the ports are free whatever happens next
+        self.ports.release(running.ports.values())
         try:
             self._on_ended(running, outcome)
         except Exception as error:  # noqa: BLE001 - never lose an attempt's end: record a failure

@@ -27,6 +27,7 @@ and it measured faster (see ``bench/controller.py``).
 from __future__ import annotations
 
 import gzip
+import inspect
 import io
 import json
 import zlib
@@ -147,7 +148,8 @@ class ConnectApp:
         if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:  # refused before waiting for the bytes
             raise RpcError(Code.RESOURCE_EXHAUSTED, f"request larger than {MAX_REQUEST_BYTES} bytes")
         body = _decompress(await _read_body(receive), headers.get("content-encoding", "identity"))
-        response = self.invoke(method, decode(method, codec, body))
+        answer = self.invoke(method, decode(method, codec, body))
+        response = await answer if inspect.isawaitable(answer) else answer
         return 200, media_type, encode(codec, response)
 
     async def _wait_for_changes(self, feed: ChangeFeed, scope: Scope, receive: Receive) -> tuple[int, str, bytes]:

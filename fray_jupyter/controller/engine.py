@@ -42,7 +42,11 @@ from fray_jupyter.controller.endpoints import Endpoints
 from fray_jupyter.controller.launched import LaunchedRequests
 from fray_jupyter.controller.logbuffer import LogBuffer
 from fray_jupyter.controller.runner import Outcome
+from fray_jupyter.controller.sampler import Sampler, Target
+from fray_jupyter.controller.stats import Stats
+from fray_jupyter.controller.statscatalog import TASK_EVENT_NAMESPACE
 from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.controller.taskevents import event_rows
 from fray_jupyter.controller.transitions import Effects, Event, Snapshot
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import TERMINAL_JOB_STATES
@@ -58,11 +62,13 @@ class Engine:
 
     def __init__(self, store: Store, work_root: Path, slots: int, cluster: Cluster | None = None,
                  passed_env: Mapping[str, str] | None = None, log_lines: int = 100_000,
-                 budgets: Budgets | None = None) -> None:
+                 budgets: Budgets | None = None, max_tasks: int | None = None) -> None:
         self.store = store
         self.budgets = budgets or Budgets(store)
         self.cluster = cluster
         self.slots = slots
+        self.max_tasks = max_tasks if max_tasks is not None else scheduler.default_max_tasks(slots)
+        """At most this many task processes run at once, slots or not (``scheduler``)."""
         self.queue: dict[str, scheduler.QueuedJob] = {}
         self.logs = LogBuffer(store, log_lines)
         self.requests = LaunchedRequests(store)
@@ -73,6 +79,9 @@ class Engine:
         self._wake = asyncio.Event()
         self._closing = False
         self.endpoints = Endpoints(store, self.logs, self._wake.set)
+        self.stats = Stats(store)
+        """The stats namespaces (``stats``): the sampler's rows, the task events, profiles."""
+        self.sampler = Sampler(self._sample_targets, self.stats)
 
     @property
     def running(self) -> dict[str, Running]:
@@ -138,12 +147,16 @@ class Engine:
             return ""
         holding = len(self.attempts.live(job_id))
         free = (ledger if ledger is not None else self.slot_ledger()).available(job_id)
-        return scheduler.pending_reason(queued, free, self.slots, len(self.queue), holding)
+        reason = "" if queued.slotless else scheduler.pending_reason(queued, free, self.slots, len(self.queue), holding)
+        return reason or scheduler.room_reason(queued, len(self.running), self.max_tasks)
 
     def slot_ledger(self) -> scheduler.SlotLedger:
-        """The slots as the lending rule shares them now (``scheduler.SlotLedger.of``)."""
-        running = [(running.job.job_id, not running.forgotten) for running in self.running.values()]
-        return scheduler.SlotLedger.of(self.slots, running, self.queue)
+        """The slots as the lending rule shares them now (``scheduler.SlotLedger.of``): tasks asking
+        for no CPU neither hold nor wait for one."""
+        running = [(running.job.job_id, not running.forgotten) for running in self.running.values()
+                   if running.holds_slot]
+        return scheduler.SlotLedger.of(self.slots, running,
+                                       [job_id for job_id, queued in self.queue.items() if not queued.slotless])
 
     @property
     def busy(self) -> bool:
@@ -156,6 +169,7 @@ class Engine:
         """Schedule whenever woken or when the next scheduling deadline falls due (never on a
         timer otherwise), and flush captured logs, until closed."""
         flusher = asyncio.ensure_future(self.logs.flush_periodically())
+        sampler = asyncio.ensure_future(self.sampler.run())
         try:
             while not self._closing:
                 try:
@@ -172,6 +186,7 @@ class Engine:
                         _LOG.exception("scheduling pass failed")
         finally:
             flusher.cancel()
+            sampler.cancel()
 
     def _until_next_deadline(self) -> float | None:
         """Seconds until the earliest scheduling deadline of a queued job or endpoint lease (None:
@@ -188,13 +203,14 @@ class Engine:
         """Expire scheduling deadlines, then start what fits (``scheduler.place``), taking jobs in Iris's
         order: effective priority band highest first, users in turns inside a band (``budget``)."""
         self._expire_deadlines()
-        slots = self.slot_ledger() if self.queue else None
-        if slots is None or slots.exhausted:
+        room = self.max_tasks - len(self.running)
+        if not self.queue or room <= 0:
             return
+        slots = self.slot_ledger()
         holding = Counter(running.job.job_id for running in self.running.values() if not running.forgotten)
         waiting = list(self.queue.values())
         order, bands = self.budgets.scheduling_order([(job.job_id, job.order) for job in waiting])
-        starts = scheduler.place([waiting[index] for index in order], slots, holding)
+        starts = scheduler.place([waiting[index] for index in order], slots, holding, room)
         if not starts:
             return
         with self.store.transaction():
@@ -255,6 +271,8 @@ class Engine:
             self.store.update_task(job_id, idx, **values)
         for job_id, values in effects.jobs.items():
             self.store.update_job(job_id, **values)
+        for job_id, rows in event_rows(self.store, effects.events).items():
+            self.stats.append(TASK_EVENT_NAMESPACE, job_id, rows)
         for stop in effects.stops:
             self.attempts.stop(stop.job_id, stop.idx, stop.reason)
         for job_id, indices in effects.queue.items():
@@ -274,7 +292,13 @@ class Engine:
     def _lose(self, job_id: str, idx: int, reason: str) -> None:
         self._transition(job_id, partial(transitions.worker_lost, idx=idx, reason=reason))
 
+    def _sample_targets(self) -> list[Target]:
+        """The running attempts as the sampler sees them (``sampler.Target``)."""
+        return [Target(running.uid, running.job.job_id, running.idx, running.attempt, running.process.pgid,
+                       running.process.workdir) for running in self.running.values() if not running.forgotten]
+
     def _attempt_running(self, running: Running) -> None:
+        self.sampler.wake()
         self._transition(running.job.job_id, partial(transitions.attempt_running, idx=running.idx,
                                                      attempt=running.attempt))
 
@@ -314,7 +338,9 @@ class Engine:
     # -- queue ----------------------------------------------------------------------------------
     def _admit(self, job: JobRow, indices: list[int]) -> None:
         """Queue ``indices`` of the job, unless they form a gang larger than this controller."""
-        reason = scheduler.unschedulable_reason(len(indices), bool(job.coscheduled), self.slots)
+        slotless = scheduler.asks_no_cpu(self.requests.of(job).resources)
+        reason = scheduler.unschedulable_reason(len(indices), bool(job.coscheduled),
+                                                self.max_tasks if slotless else self.slots, slotless=slotless)
         if reason is None:
             self._enqueue(job, indices)
             return
@@ -324,7 +350,8 @@ class Engine:
     def _enqueue(self, job: JobRow, indices: Iterable[int]) -> None:
         queued = self.queue.get(job.job_id)
         if queued is None:
-            queued = scheduler.QueuedJob(job.job_id, job.id, bool(job.coscheduled), hold=self._hold(job))
+            queued = scheduler.QueuedJob(job.job_id, job.id, bool(job.coscheduled), hold=self._hold(job),
+                                         slotless=scheduler.asks_no_cpu(self.requests.of(job).resources))
             out_of_order = bool(self.queue) and next(reversed(self.queue.values())).order > job.id
             self.queue[job.job_id] = queued
             if out_of_order:

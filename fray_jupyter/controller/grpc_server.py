@@ -25,9 +25,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Final
 
 import grpc
@@ -181,9 +183,14 @@ class GrpcServer:
             if not answer.set_running_or_notify_cancel():
                 return
             try:
-                answer.set_result(self._invoke(method, request))
+                result = self._invoke(method, request)
             except BaseException as error:  # noqa: BLE001 - handed to the waiting call
                 answer.set_exception(error)
+                return
+            if not inspect.isawaitable(result):
+                answer.set_result(result)
+                return
+            asyncio.ensure_future(result).add_done_callback(partial(_settle, answer))  # a slow verb
 
         assert self._core is not None
         try:
@@ -191,3 +198,13 @@ class GrpcServer:
         except RuntimeError:  # the controller's loop is closed: it is shutting down
             answer.set_exception(RpcError(Code.UNAVAILABLE, "the controller is stopping"))
         return asyncio.wrap_future(answer)
+
+
+def _settle(answer: concurrent.futures.Future[Message], done: asyncio.Future[Message]) -> None:
+    """Hand a slow verb's outcome (run on the core loop) to the call waiting for it."""
+    if done.cancelled():
+        answer.set_exception(RpcError(Code.UNAVAILABLE, "the controller is stopping"))
+    elif (error := done.exception()) is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(done.result())

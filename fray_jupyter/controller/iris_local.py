@@ -151,6 +151,8 @@ def start(log: Path, *, cluster_config: str | None = None, port: int = 0, home: 
         cluster_config = str(Path(cluster_config).expanduser().resolve())
     log.parent.mkdir(parents=True, exist_ok=True)
     env = child_environment(home=home, tmp=tmp)
+    # Iris's process runtime runs `py-spy` and `memray` from PATH: find those installed beside its Python.
+    env["PATH"] = os.pathsep.join([str(Path(python or sys.executable).parent), *filter(None, [env.get("PATH")])])
     if python is not None:  # that Python finds this package where this one does
         env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                              *filter(None, [env.get("PYTHONPATH")])])

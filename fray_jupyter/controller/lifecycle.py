@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 
 from google.protobuf.message import Message
 
-from fray_jupyter.controller.rpc import Invoke, Method
+from fray_jupyter.controller.rpc import Answer, Invoke, Method
 from fray_jupyter.runtime_file import IDLE_ENV
 
 _LOG = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class Activity:
 
     def wrap(self, invoke: Invoke) -> Invoke:
         """``invoke``, counting every RPC as activity."""
-        def counted(method: Method, request: Message) -> Message:
+        def counted(method: Method, request: Message) -> Answer:
             self.touch()
             return invoke(method, request)
         return counted

@@ -37,6 +37,7 @@ from fray_jupyter.runtime_file import (
     runtime_file_path,
     state_dir,
 )
+from fray_jupyter.vocabulary import counted, duration_ms
 
 STOP_TIMEOUT_S = 20.0
 
@@ -61,26 +62,22 @@ def _mib(size: float) -> str:
     return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
 
 
-def _duration(seconds: float) -> str:
-    minutes, hours = int(seconds // 60), int(seconds // 3600)
-    return f"{hours}h {minutes % 60:02d}m" if hours else f"{minutes}m {int(seconds) % 60:02d}s"
-
-
 def render_status(figures: dict[str, Any]) -> str:
     """The status figures as a few aligned lines."""
     policy, last = figures["policy"], figures["last_gc"]
     idle = ("never stops when idle" if not figures["idle_timeout_s"] else
-            f"stops after {_duration(figures['idle_timeout_s'])} idle (idle for {_duration(figures['idle_s'])})")
+            f"stops after {duration_ms(1000 * figures['idle_timeout_s'])} idle (idle for {duration_ms(1000 * figures['idle_s'])})")
     last_text = ("no collection yet" if last is None else
-                 f"last gc {_duration(time.time() - last['at_ms'] / 1000)} ago removed the files of "
-                 f"{last['jobs_cleaned']} job(s), freed {_mib(last['bytes_freed'])}")
+                 f"last gc {duration_ms(time.time() * 1000 - last['at_ms'])} ago removed the files of "
+                 f"{counted(last['jobs_cleaned'], 'job')}, freed {_mib(last['bytes_freed'])}")
     controller = (f"{figures['url']}  (grpc {figures['grpc_url']})  pid {figures['pid']}  "
-                  f"up {_duration(figures['uptime_s'])}")
-    tasks = (f"{figures['tasks_running']} running of {figures['slots']} slots, {figures['jobs_queued']} job(s) "
-             f"queued; {figures['jobs']} job(s) on record, {figures['jobs_unfinished']} unfinished")
+                  f"up {duration_ms(1000 * figures['uptime_s'])}")
+    bound = f" (at most {figures['max_tasks']} at once)" if "max_tasks" in figures else ""
+    tasks = (f"{figures['tasks_running']} running of {figures['slots']} slots{bound}, {counted(figures['jobs_queued'], 'job')} "
+             f"queued; {counted(figures['jobs'], 'job')} on record, {figures['jobs_unfinished']} unfinished")
     state = f"{figures['state_dir']}  {_mib(figures['state_bytes'])} of a {_mib(policy['max_bytes'])} cap"
     retention = (f"files of finished jobs kept {policy['days']:g} days; logs capped at {policy['log_lines']:,} "
-                 f"lines per task; {figures['jobs_with_files']} finished job(s) with files, "
+                 f"lines per task; {counted(figures['jobs_with_files'], 'finished job')} with files, "
                  f"{figures['jobs_cleaned']} cleaned; {last_text}")
     rows = [("controller", controller), ("tasks", tasks), ("state dir", state), ("retention", retention),
             ("idle", idle)]
@@ -122,8 +119,9 @@ def _gc(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"removed the files of {report['jobs_cleaned']} finished job(s) and {report['leftovers_removed']} "
-              f"leftover(s), freed {_mib(report['bytes_freed'])}; state dir now {_mib(report['state_bytes'])}"
+        print(f"removed the files of {counted(report['jobs_cleaned'], 'finished job')} and "
+              f"{counted(report['leftovers_removed'], 'leftover')}, freed {_mib(report['bytes_freed'])}; "
+              f"state dir now {_mib(report['state_bytes'])}"
               + (" (still over its cap: the rest is running jobs, records and logs)" if report["over_cap"] else ""))
     return 0
 

@@ -14,24 +14,32 @@ text path (``EndpointService.ListEndpoints`` for ``/system/log-server``, and fin
 ``taskstatus``); the endpoint registry tasks publish their actors in (``EndpointService``'s
 RegisterEndpoint / UnregisterEndpoint / ListEndpoints, see ``endpoints``). Users, budgets and the scheduler's queues (``ListUsers``,
 ``Set/Get/ListUserBudget(s)``, ``GetSchedulerState``) are served from the controller's own records
-(``budget``, ``users``). Iris RPCs the embedded controller cannot serve (workers, raw SQL, ...) are
+(``budget``, ``users``); ``BeginCheckpoint`` writes a snapshot of the store (``checkpoint``). Iris RPCs the embedded controller cannot serve (workers, raw SQL, ...) are
 listed in ``UNSUPPORTED`` and answered UNIMPLEMENTED with one line saying why.
 
 Who may call (``Authenticator``): a caller with ``authorization: Bearer <token>`` holding the
 controller's token; or a caller with no ``authorization`` header at all whose TCP connection
 comes over loopback from a socket owned by the controller's own OS user (``peer``: a real Iris
 trusts loopback; here other local users share 127.0.0.1, so only the user who could read the
-token from the runtime file anyway is trusted). A wrong token is always refused.
+token from the runtime file anyway is trusted). A wrong token is always refused. Both act as the
+controller's own user (``owner``, its admin, as Iris lets an admin act on every job); a token from
+``user_tokens`` is let in as that user only. Who an admitted call comes from is ``CALLER`` while it
+is served (``inspection`` lets only a job's owner, or the admin, look inside its tasks).
+
+A handler may return an awaitable (a verb that waits on a subprocess, such as ``ProfileTask``): the
+transports await it on the controller's loop, so a 10-second profile never blocks other calls.
 """
 
 from __future__ import annotations
 
 import enum
 import hmac
+import inspect
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -163,6 +171,11 @@ METHODS: Final[tuple[Method, ...]] = (
            LOG_SERVER_PROXY),
     Method("WriteRows", _S.WriteRowsRequest, _S.WriteRowsResponse, "write_rows", STATS_SERVICE, LOG_SERVER_PROXY),
     Method("Query", _S.QueryRequest, _S.QueryResponse, "query", STATS_SERVICE, LOG_SERVER_PROXY),
+    Method("BeginCheckpoint", _C.BeginCheckpointRequest, _C.BeginCheckpointResponse, "begin_checkpoint"),
+    Method("ProfileTask", job_pb2.ProfileTaskRequest, job_pb2.ProfileTaskResponse, "profile_task"),
+    Method("ExecInContainer", _C.ExecInContainerRequest, _C.ExecInContainerResponse, "exec_in_container"),
+    Method("GetProcessStatus", job_pb2.GetProcessStatusRequest, job_pb2.GetProcessStatusResponse,
+           "get_process_status"),
 )
 METHODS_BY_PATH: Final[dict[str, Method]] = {path: method for method in METHODS for path in method.paths}
 
@@ -171,17 +184,16 @@ _NO_WORKERS = "it has no workers (tasks run as processes on this machine, not on
 _NO_PROXY = "it has no actor proxy (tasks and this machine's user call endpoints at their own addresses)"
 _NO_IDENTITY = "it has no caller identities (every caller it lets in is this machine's user)"
 _NO_SQL = "it has no SQL query surface (use job/task listings and logs instead)"
-_NO_CLUSTER = "it has no autoscaler, backends, peers or checkpoints (it is one machine)"
-_NO_CONTAINERS = "its tasks are plain processes, not containers (no exec, profiling or process inspection)"
+_NO_CLUSTER = "it has no autoscaler, backends or peers (it is one machine)"
 _NO_KICK = "it does not force task attempts out of band (use `iris job cancel` to stop a job)"
 _NO_LOG_WRITES = "task output is captured by the controller itself; nothing is pushed to it"
-_STATUS_TEXT_ONLY = ("of finelog's stats it keeps the task status text namespace (iris.task_status) only, "
+_STATUS_TEXT_ONLY = ("of finelog's stats it keeps the namespaces iris.task, iris.task_event, iris.profile and "
+                     "iris.task_status only, "
                      "through RegisterTable, WriteRows and Query")
 _UNSUPPORTED_BY_SERVICE: Final[dict[str, dict[str, str]]] = {
     CONTROLLER_SERVICE: {
         "KickTasks": _NO_KICK, "Register": _NO_WORKERS, "RenewWorkerToken": _NO_WORKERS,
-        "GetWorkerStatus": _NO_WORKERS, "MintEndpointToken": _NO_PROXY, "ProfileTask": _NO_CONTAINERS,
-        "ExecInContainer": _NO_CONTAINERS, "BeginCheckpoint": _NO_CLUSTER, "GetProcessStatus": _NO_CONTAINERS,
+        "GetWorkerStatus": _NO_WORKERS, "MintEndpointToken": _NO_PROXY,
         "GetCurrentUser": _NO_IDENTITY, "GetKubernetesClusterStatus": _NO_CLUSTER, "ExecuteRawQuery": _NO_SQL,
         "ListBackends": _NO_CLUSTER, "ListPeers": _NO_CLUSTER,
         "FederationSync": _NO_CLUSTER,
@@ -215,40 +227,88 @@ Peer = tuple[str, int]
 """A connection's remote end: (host, port)."""
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who an admitted call comes from: ``user``; ``admin`` when it is the controller's own user
+    (its token, or its OS user over loopback), who may act on every job."""
+
+    user: str
+    admin: bool
+
+
+CALLER: ContextVar[Caller | None] = ContextVar("fray_controller_caller", default=None)
+"""The caller of the call being served (set by ``Authenticator.check``; None outside a call)."""
+
+
 class Authenticator:
     """Decides who may call (see the module docstring): the ``token`` holder, and — unless
     ``same_user`` is False — tokenless loopback callers whose socket belongs to this process's
     effective uid. ``owner_of(peer, local_port)`` finds a socket's owner (``peer.socket_owner``)."""
 
     def __init__(self, token: str, *, same_user: bool = True,
-                 owner_of: Callable[[Peer, int], int | None] = peer_module.socket_owner) -> None:
+                 owner_of: Callable[[Peer, int], int | None] = peer_module.socket_owner,
+                 owner: str = "", user_tokens: Mapping[str, str] | None = None) -> None:
         self.token = token
         self.same_user = same_user
         self._owner_of = owner_of
         self._uid = os.geteuid() if hasattr(os, "geteuid") else -1
+        self.owner = owner or _own_user()
+        self.user_tokens = dict(user_tokens or {})
 
     def check(self, header: str | None, peer: Peer | None = None, local_port: int | None = None) -> None:
         """Accept or raise UNAUTHENTICATED. ``header`` is the ``authorization`` value (None when
         absent or empty), ``peer`` the caller's (host, port) and ``local_port`` the port it called.
-        The token is compared in constant time."""
+        The token is compared in constant time. The accepted caller is set in ``CALLER``; a refusal
+        is logged (the caller's address, never what it sent)."""
         if not header:
             if self.same_user and peer is not None and local_port is not None and self._is_own(peer, local_port):
+                CALLER.set(Caller(self.owner, admin=True))
                 return
+            _LOG.info("refused a caller at %s: no token", _address(peer))
             raise RpcError(Code.UNAUTHENTICATED, "missing 'authorization: Bearer <token>' header"
                            + (" (without one, only this controller's own OS user is let in, over loopback)"
                               if self.same_user else ""))
-        if not header.startswith(BEARER_PREFIX) or not hmac.compare_digest(
-            header[len(BEARER_PREFIX):].strip().encode(), self.token.encode()
-        ):
-            raise RpcError(Code.UNAUTHENTICATED, "invalid bearer token")
+        presented = header[len(BEARER_PREFIX):].strip().encode() if header.startswith(BEARER_PREFIX) else None
+        if presented is not None and hmac.compare_digest(presented, self.token.encode()):
+            CALLER.set(Caller(self.owner, admin=True))
+            return
+        for user, token in self.user_tokens.items():
+            if presented is not None and hmac.compare_digest(presented, token.encode()):
+                CALLER.set(Caller(user, admin=False))
+                return
+        _LOG.info("refused a caller at %s: invalid bearer token", _address(peer))
+        raise RpcError(Code.UNAUTHENTICATED, "invalid bearer token")
 
     def _is_own(self, peer: Peer, local_port: int) -> bool:
         return self._uid >= 0 and peer_module.is_loopback(peer[0]) and self._owner_of(peer, local_port) == self._uid
 
 
+def _address(peer: Peer | None) -> str:
+    return f"{peer[0]}:{peer[1]}" if peer is not None else "an unknown address"
 
-Invoke = Callable[[Method, Message], Message]
-"""Serve one decoded request: what a transport calls."""
+
+def parse_user_token(value: str) -> tuple[str, str]:
+    """One ``--user-token USER=TOKEN`` value → (user, token); a ``ValueError`` (naming the user part,
+    never the token) when the user is empty or has '/' or spaces, or the token is empty."""
+    user, _, token = value.partition("=")
+    if not user.strip() or "/" in user or " " in user.strip() or not token.strip():
+        raise ValueError(f"{user!r}=...: expected USER=TOKEN (a user name without '/' or spaces, a non-empty token)")
+    return user.strip(), token.strip()
+
+
+def _own_user() -> str:
+    """This process's user as Iris names it (``$IRIS_USER``, else the login); "root" if neither works."""
+    from fray_jupyter.iris.user import resolve_user
+
+    try:
+        return resolve_user()
+    except ValueError:
+        return "root"
+
+
+Answer = Message | Awaitable[Message]
+Invoke = Callable[[Method, Message], Answer]
+"""Serve one decoded request: what a transport calls (a transport awaits an awaitable answer)."""
 
 
 def decode(method: Method, codec: str, body: bytes) -> Message:
@@ -274,14 +334,29 @@ def invoke_logged(service: object) -> Invoke:
     """``invoke`` for a service object: call ``service.<handler>(request)``; an unexpected
     exception is logged and answered as INTERNAL, never propagated to the server."""
 
-    def invoke(method: Method, request: Message) -> Message:
+    def invoke(method: Method, request: Message) -> Answer:
         try:
-            response: Message = getattr(service, method.handler)(request)
+            response: Answer = getattr(service, method.handler)(request)
         except RpcError:
             raise
         except Exception as error:  # noqa: BLE001 - a bug in one RPC must not take the server down
-            _LOG.exception("%s failed", method.name)
-            raise RpcError(Code.INTERNAL, f"{method.name} failed: {type(error).__name__}: {error}") from None
+            raise _internal(method, error) from None
+        if inspect.isawaitable(response):
+            return _logged(method, response)
         return response
 
     return invoke
+
+
+async def _logged(method: Method, answer: Awaitable[Message]) -> Message:
+    try:
+        return await answer
+    except RpcError:
+        raise
+    except Exception as error:  # noqa: BLE001 - as in ``invoke_logged``
+        raise _internal(method, error) from None
+
+
+def _internal(method: Method, error: Exception) -> RpcError:
+    _LOG.exception("%s failed", method.name, exc_info=error)
+    return RpcError(Code.INTERNAL, f"{method.name} failed: {type(error).__name__}: {error}")

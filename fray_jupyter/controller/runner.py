@@ -46,16 +46,9 @@ with ``fray_jupyter.task_info()``):
                             unset when that group has none (Iris sets it from a non-empty ``region`` attribute)
 ``IRIS_JOB_CONSTRAINTS``    JSON list of the job's ``region``/``zone`` constraints (proto-JSON, snake_case),
                             which child jobs inherit; unset when the job has none (Iris's ``INHERITED_CONSTRAINT_KEYS``)
-``IRIS_PORT_<NAME>``        ``0`` for each of the job's ``ports`` (name upper-cased), see below
+``IRIS_PORT_<NAME>``        for each of the job's ``ports`` (name upper-cased), the port the attempt
+                            holds for it, as an Iris worker reserves it (``ports``)
 ==========================  ===============================================================
-
-Ports (``LaunchJobRequest.ports``): every task gets ``IRIS_PORT_<NAME>=0``, as Iris's Kubernetes path
-writes it, meaning "bind port 0 and let the kernel choose"; an Iris worker instead reserves a port per
-name and writes its number. Here every task shares this machine's ports, so a number reserved ahead
-could be taken by anything before the task binds it; with 0 the bind cannot collide, and every Iris
-and Fray consumer of 0.2.227 binds first and then advertises the port it got (``ActorServer`` returns
-it, ``iris.jax`` picks a free one). Code that advertises ``IRIS_PORT_<NAME>`` without binding it
-works on a worker and not here (nor on Kubernetes).
 """
 
 from __future__ import annotations
@@ -77,6 +70,7 @@ from typing import Final
 
 from google.protobuf import json_format
 
+from fray_jupyter.controller.exits import EXECUTION_TIMEOUT, exit_error
 from fray_jupyter.controller.setup import TAIL_LINES, setup_failure
 from fray_jupyter.iris.proto import job_pb2
 
@@ -158,12 +152,12 @@ def task_environment(
     passed: Mapping[str, str] | None = None,
     constraints: Sequence[job_pb2.Constraint] = (),
     worker_region: str = "",
-    ports: Sequence[str] = (),
+    ports: Mapping[str, int] | None = None,
 ) -> dict[str, str]:
     """The environment of a task's processes (see the module docstring for the rule); ``passed``
     holds the pass-through variables with their values, ``constraints`` are the job's (only region and
     zone ones are passed on), ``worker_region`` the region of the group the task was placed on,
-    ``ports`` the job's port names (each ``IRIS_PORT_<NAME>=0``)."""
+    ``ports`` the attempt's reserved port per name (each ``IRIS_PORT_<NAME>``, ``controller.ports``)."""
     env = base_environment(workdir)
     env.update(passed or {})
     env.update(request_env)
@@ -192,7 +186,7 @@ def task_environment(
             [json_format.MessageToDict(c, preserving_proto_field_name=True) for c in inherited])
     if worker_region:
         env["IRIS_WORKER_REGION"] = worker_region
-    env.update({f"IRIS_PORT_{name.upper()}": "0" for name in ports})
+    env.update({f"IRIS_PORT_{name.upper()}": str(port) for name, port in (ports or {}).items()})
     return env
 
 
@@ -259,7 +253,8 @@ def kill_stale_group(pid: int, pgid: int, token: str) -> bool:
 
 @dataclass
 class Outcome:
-    """How an attempt ended: ``state`` is SUCCEEDED, FAILED or KILLED (stopped on request)."""
+    """How an attempt ended: ``state`` is SUCCEEDED, FAILED or KILLED (stopped on request); a
+    failure's ``error`` and ``exit_code`` in Iris's words (``exits``)."""
 
     state: int
     exit_code: int | None = None
@@ -281,6 +276,7 @@ class Attempt:
     stop_reason: str | None = None
     _killer: asyncio.Task[None] | None = field(default=None, repr=False)
     _recent: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES + 5), repr=False)
+    _last_stderr: str = field(default="", repr=False)
 
     def stop(self, reason: str) -> None:
         """Stop the attempt: no further step starts; SIGTERM now, SIGKILL after the grace."""
@@ -312,13 +308,10 @@ class Attempt:
             if self.stop_reason is not None:
                 break
             if timed_out:
-                return Outcome(
-                    job_pb2.TASK_STATE_FAILED, code,
-                    f"Execution timeout exceeded ({self.timeout_s:g}s)", timed_out=True,
-                )
+                return Outcome(job_pb2.TASK_STATE_FAILED, None, EXECUTION_TIMEOUT, timed_out=True)
             if code != 0:
                 failure = (setup_failure(number, len(self.steps) - 1, code, argv, list(self._recent)) if setup
-                           else f"command failed with exit code {code}")
+                           else exit_error(code, self._last_stderr))
                 return Outcome(job_pb2.TASK_STATE_FAILED, code, failure)
         if self.stop_reason is not None:
             return Outcome(job_pb2.TASK_STATE_KILLED, None, self.stop_reason)
@@ -334,9 +327,12 @@ class Attempt:
         self.on_spawn(process.pid, process_start_token(process.pid))
         assert process.stdout is not None and process.stderr is not None
         self._recent.clear()
+        self._last_stderr = ""
 
         def sink(source: str, line: str) -> None:
             self._recent.append(line)
+            if source == "stderr" and line:
+                self._last_stderr = line
             self.sink(source, line)
 
         readers = [

@@ -1,8 +1,12 @@
 """Capacity and placement: which pending tasks start now, and why the others wait.
 
 The embedded controller counts local capacity in *task slots*: every running task process
-(including one being stopped) holds one slot. The cores, RAM, disk and chips a job requests
-describe the target cluster, so they are recorded but never compared with this machine.
+(including one being stopped) holds one slot, except a task asking for no CPU (``cpu_millicores``
+0), which holds none: Iris never counts such a task against a worker's capacity, so any number of
+them run at once, as on Iris. What keeps the machine safe instead is ``max_tasks`` (``--max-tasks``,
+``$FRAY_CONTROLLER_MAX_TASKS``; ``default_max_tasks``): at most that many task processes run at once,
+slots or not; a queued task waits for room under it as for a slot. The cores, RAM, disk and chips a
+job requests describe the target cluster, so they are recorded but never compared with this machine.
 
 Placement is in order with backfill: jobs are visited in the order the engine gives (Iris's: by
 effective priority band, users in turns inside a band, each user's jobs oldest first; ``budget``);
@@ -32,7 +36,9 @@ import os
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
+from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_depth, parent_job_id
 
 
@@ -42,16 +48,50 @@ def default_slots() -> int:
     return max(8, 2 * (os.cpu_count() or 1))
 
 
+def asks_no_cpu(resources: job_pb2.ResourceSpecProto) -> bool:
+    """Whether a job's tasks ask for no CPU (``cpu_millicores`` 0): they hold no slot (the module rule)."""
+    return resources.cpu_millicores == 0
+
+
+MAX_TASKS_ENV: Final[str] = "FRAY_CONTROLLER_MAX_TASKS"
+"""The bound on concurrent task processes when ``--max-tasks`` is not given."""
+DEFAULT_MAX_TASKS: Final[int] = 256
+"""Twice the 128 CPU-less tasks Iris's own tests run at once; a few hundred idle processes fit a laptop."""
+
+
+def default_max_tasks(slots: int) -> int:
+    """``max(DEFAULT_MAX_TASKS, slots)``: the bound on concurrent task processes, never below the slots."""
+    return max(DEFAULT_MAX_TASKS, slots)
+
+
+def max_tasks_setting(option: int | None, environ: Mapping[str, str], slots: int) -> int:
+    """The bound on concurrent task processes: ``--max-tasks``, else ``$FRAY_CONTROLLER_MAX_TASKS``, else
+    ``default_max_tasks``; ``ValueError`` (one line naming the value) unless a whole number >= ``slots``."""
+    text = str(option) if option is not None else environ.get(MAX_TASKS_ENV, "").strip()
+    if not text:
+        return default_max_tasks(slots)
+    where = "--max-tasks" if option is not None else f"${MAX_TASKS_ENV}"
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{where} must be a whole number of task processes, got {text!r}") from None
+    if value < slots:
+        raise ValueError(f"{where} must be at least the task slots ({slots}: --slots), got {value}")
+    return value
+
+
 @dataclass
 class QueuedJob:
     """A job with tasks waiting to start: ``order`` (its submission sequence number),
-    ``pending`` task indices, and ``hold``: why the target cluster can never place it ("" if it can)."""
+    ``pending`` task indices, ``hold``: why the target cluster can never place it ("" if it can), and
+    ``slotless``: its tasks ask for no CPU, so they take no slot (only room under ``max_tasks``)."""
 
     job_id: str
     order: int
     gang: bool
     pending: list[int] = field(default_factory=list)
     hold: str = ""
+    slotless: bool = False
 
 
 def _ancestors(job_id: str) -> Iterable[str]:
@@ -113,16 +153,21 @@ class SlotLedger:
         return self.free <= 0 and not any(self.lent.values())
 
 
-def place(queue: Iterable[QueuedJob], slots: SlotLedger,
-          holding: Mapping[str, int]) -> list[tuple[QueuedJob, list[int]]]:
-    """The tasks to start now in ``slots``, as ``(job, task indices)`` in the order of ``queue``;
-    ``holding`` counts the slots each job already holds (running or still stopping tasks)."""
+def place(queue: Iterable[QueuedJob], slots: SlotLedger, holding: Mapping[str, int],
+          room: int | None = None) -> list[tuple[QueuedJob, list[int]]]:
+    """The tasks to start now, as ``(job, task indices)`` in the order of ``queue``: each in a slot
+    of ``slots`` (a slotless job's in none) and all within ``room`` (how many more task processes
+    ``max_tasks`` lets run; None: no bound); ``holding`` counts the tasks each job still runs (or is stopping)."""
     starts: list[tuple[QueuedJob, list[int]]] = []
+    queue = list(queue)
+    room = sum(len(job.pending) for job in queue) if room is None else room
     for job in queue:
-        if slots.exhausted:
+        if room <= 0:
             break
-        free = slots.available(job.job_id)
-        if not job.pending or job.hold or free <= 0:
+        if not job.pending or job.hold:
+            continue
+        free = room if job.slotless else min(slots.available(job.job_id), room)
+        if free <= 0:
             continue
         if job.gang:
             if holding.get(job.job_id, 0) or len(job.pending) > free:
@@ -130,13 +175,19 @@ def place(queue: Iterable[QueuedJob], slots: SlotLedger,
             chosen = list(job.pending)
         else:
             chosen = job.pending[:free]
-        slots.take(job.job_id, len(chosen))
+        if not job.slotless:
+            slots.take(job.job_id, len(chosen))
+        room -= len(chosen)
         starts.append((job, chosen))
     return starts
 
 
-def unschedulable_reason(replicas: int, gang: bool, slots: int) -> str | None:
-    """Why a job can never start on a controller with ``slots`` slots, or None if it can."""
+def unschedulable_reason(replicas: int, gang: bool, slots: int, *, slotless: bool = False) -> str | None:
+    """Why a job can never start on a controller with ``slots`` slots (for a ``slotless`` job: that
+    runs at most ``slots`` task processes, ``max_tasks``), or None if it can."""
+    if gang and slotless and replicas > slots:
+        return (f"coscheduled job needs {replicas} task processes at once but this controller runs at most {slots}; "
+                f"restart the controller with --max-tasks {replicas} (or more), or request fewer replicas")
     if gang and replicas > slots:
         return (
             f"coscheduled job needs {replicas} task slots at once but this controller has {slots}; "
@@ -158,3 +209,13 @@ def pending_reason(job: QueuedJob, free: int, slots: int, queued_jobs: int, hold
         f"waiting for {need}: {free} of {slots} slots free, {queued_jobs} job(s) queued; "
         "start the controller with more --slots to run more tasks at once"
     )
+
+
+def room_reason(job: QueuedJob, running: int, max_tasks: int) -> str:
+    """Why a job waits for room under ``max_tasks`` with ``running`` task processes running; "" when
+    there is room for it (a gang: for all its pending tasks)."""
+    wanted = len(job.pending) if job.gang else 1
+    if max_tasks - running >= wanted:
+        return ""
+    return (f"waiting for room to start {wanted} task process(es): {running} of at most {max_tasks} running; "
+            "start the controller with a larger --max-tasks to run more tasks at once")

@@ -220,8 +220,37 @@ CREATE INDEX endpoints_by_deadline ON endpoints (lease_deadline_ms)
 ``RegisterEndpoint`` (``metadata`` a JSON object), the attempt that registered it and the epoch ms its lease
 lapses at (read by ``controller.endpoints``)."""
 
+_STATS_V8: Final[str] = """
+CREATE TABLE "iris.task" (
+  job_id TEXT NOT NULL, task_id TEXT, attempt_id INTEGER, worker_id TEXT, ts INTEGER, cpu_millicores INTEGER,
+  memory_mb INTEGER, disk_mb INTEGER, memory_peak_mb INTEGER, accelerator_util_pct REAL, accelerator_mem_bytes INTEGER
+);
+CREATE INDEX task_stats_by_job ON "iris.task" (job_id);
+CREATE TABLE "iris.task_event" (
+  job_id TEXT NOT NULL, pod_name TEXT, pod_uid TEXT, pod_deletion_timestamp TEXT, node_name TEXT, node_uid TEXT,
+  node_provider_id TEXT, node_boot_id TEXT, node_system_uuid TEXT, node_unschedulable INTEGER,
+  pod_tolerations_json TEXT, pod_conditions_json TEXT, node_taints_json TEXT, node_conditions_json TEXT,
+  node_labels_json TEXT, node_annotations_json TEXT, task_id TEXT, attempt_id INTEGER, attempt_uid TEXT, ts INTEGER,
+  type TEXT, reason TEXT, message TEXT, source TEXT, count INTEGER
+);
+CREATE INDEX task_events_by_job ON "iris.task_event" (job_id);
+CREATE TABLE "iris.profile" (
+  job_id TEXT NOT NULL, source TEXT, attempt_id INTEGER, vm_id TEXT, captured_at INTEGER, duration_seconds INTEGER,
+  type TEXT, format TEXT, trigger TEXT, rate_hz INTEGER, native INTEGER, leaks INTEGER, locals_dump INTEGER,
+  profile_data BLOB
+);
+CREATE INDEX profiles_by_job ON "iris.profile" (job_id);
+CREATE TABLE stats_generation (n INTEGER NOT NULL);
+INSERT INTO stats_generation (n) VALUES (0);
+CREATE TRIGGER stats_follow_jobs AFTER DELETE ON jobs BEGIN DELETE FROM "iris.task" WHERE job_id = OLD.job_id; DELETE FROM "iris.task_event" WHERE job_id = OLD.job_id; DELETE FROM "iris.profile" WHERE job_id = OLD.job_id; UPDATE stats_generation SET n = n + 1; END
+"""
+"""Schema version 8: the stats namespaces the controller writes itself (``controller.statscatalog``:
+Iris's columns, ``ts``/``captured_at`` in epoch ms, plus ``job_id``), and ``stats_generation``, counted
+up whenever a job's rows go with it (the trigger), so a reader of the appended rows knows to read
+them again (``controller.statsstore``)."""
+
 MIGRATIONS: Final[tuple[str, ...]] = (BASELINE_SCHEMA, _JOBS_V2, _TASK_STATUS_TEXT, _BUDGETS, _TREES_V5, _LOGS_V6,
-                                      _ENDPOINTS_V7)
+                                      _ENDPOINTS_V7, _STATS_V8)
 """Ordered: entry ``n`` takes a store from ``PRAGMA user_version`` ``n`` to ``n + 1``. Append only:
 never edit a released entry (a state dir may have applied it already)."""
 

@@ -62,9 +62,14 @@ from fray_jupyter.controller.retention import (
     Retention,
     tree_bytes,
 )
-from fray_jupyter.controller.rpc import Authenticator, invoke_logged
+from fray_jupyter.controller.rpc import Authenticator, invoke_logged, parse_user_token
 from fray_jupyter.controller.runner import PASS_ENV_VAR, pass_through_names
-from fray_jupyter.controller.scheduler import default_slots
+from fray_jupyter.controller.scheduler import (
+    DEFAULT_MAX_TASKS,
+    MAX_TASKS_ENV,
+    default_slots,
+    max_tasks_setting,
+)
 from fray_jupyter.controller.service import ControllerService
 from fray_jupyter.controller.store import Store
 from fray_jupyter.runtime_file import (
@@ -101,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where to write URLs and token (default: <jupyter runtime dir>/fray-controller.json)")
     parser.add_argument("--slots", type=int, default=None,
                         help="tasks that may run at once (default: max(8, 2 x CPU cores))")
+    parser.add_argument("--max-tasks", type=int, default=None, metavar="N",
+                        help=f"task processes that may run at once, slots or not: tasks asking for no CPU take no slot "
+                             f"(default: ${MAX_TASKS_ENV}, else max({DEFAULT_MAX_TASKS}, --slots))")
     parser.add_argument("--token", default=None, help=f"bearer token (default: ${TOKEN_ENV} or a random one)")
     parser.add_argument("--cluster-config", default=None, metavar="NAME|PATH",
                         help="the cluster whose placement rules apply: 'default' (built in), 'marin' (needs "
@@ -127,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--require-token", action="store_true",
                         help="refuse calls without the token even from your own OS user (default: your own "
                              "processes on loopback need none, as with a real Iris)")
+    parser.add_argument("--user-token", action="append", default=[], metavar="USER=TOKEN", type=_user_token,
+                        help="also let in TOKEN's holder as USER, who may look inside (profile, exec) only USER's "
+                             "jobs (repeatable); the --token holder and your own OS user may act on every job")
     parser.add_argument("--iris-local", action="store_true",
                         help="run a genuine Iris local cluster (needs marin-iris[controller]) instead, its scale "
                              "groups from --cluster-config")
@@ -143,18 +154,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.idle_timeout = idle_timeout(args.idle_timeout, os.environ)
         args.policy = Policy.from_options(args.retention_days, args.max_state_size, args.max_log_lines, os.environ)
         args.default_budget_limit = default_limit(args.budget_limit)
+        args.task_limit = max_tasks_setting(args.max_tasks, os.environ, args.slots or default_slots())
     except ValueError as error:
         parser.error(str(error))
     if args.policy.log_lines < 1 or args.policy.days < 0 or args.gc_interval <= 0:
         parser.error("--max-log-lines must be at least 1, --retention-days not negative, --gc-interval positive")
     if args.iris_local:
         unsupported = [flag for flag, value in (("--grpc-port", args.grpc_port), ("--slots", args.slots),
-                                                ("--token", args.token)) if value is not None]
+                                                ("--max-tasks", args.max_tasks), ("--token", args.token)) if value is not None]
         if args.budget_limit is not None:
             parser.error("--budget-limit cannot be used with --iris-local: a genuine Iris takes its users' default "
                          "budget from its cluster config (user_budget_defaults.budget_limit; 1000 when unset)")
         if args.require_token:
             unsupported.append("--require-token")
+        if args.user_token:
+            unsupported.append("--user-token")
         if args.host not in (None, DEFAULT_HOST):
             unsupported.append("--host")
         if unsupported:
@@ -226,6 +240,13 @@ def _claim(root: Path) -> IO[str] | None:
     return handle
 
 
+def _user_token(value: str) -> tuple[str, str]:
+    try:
+        return parse_user_token(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 async def serve(args: argparse.Namespace) -> int:
     """Run until SIGTERM/SIGINT; returns the exit status."""
     root = (args.state_dir or state_dir()).expanduser().resolve()
@@ -243,7 +264,8 @@ async def serve(args: argparse.Namespace) -> int:
     store.on_change = feed.touch
     passed = {name: os.environ[name] for name in pass_through_names(args.pass_env, os.environ) if name in os.environ}
     engine = Engine(store, root / "work", args.slots or default_slots(), cluster, passed, args.policy.log_lines,
-                    Budgets(store, args.default_budget_limit))
+                    Budgets(store, args.default_budget_limit), max_tasks=args.task_limit)
+    engine.stats.keep_for(args.policy.days)
     recovered = engine.recover()
     activity = Activity(args.idle_timeout)
     invoke = activity.wrap(invoke_logged(ControllerService(store, engine, root / "bundles", cluster)))
@@ -251,7 +273,7 @@ async def serve(args: argparse.Namespace) -> int:
 
     http_socket = _bind(args.host, args.port)
     url = f"http://{_url_host(args.host)}:{http_socket.getsockname()[1]}"
-    auth = Authenticator(token, same_user=not args.require_token)
+    auth = Authenticator(token, same_user=not args.require_token, user_tokens=dict(args.user_token))
     grpc = GrpcServer(invoke, auth)
     grpc_port = await grpc.start(args.host, args.grpc_port)
     grpc_url = f"grpc://{_url_host(args.host)}:{grpc_port}"
@@ -261,7 +283,8 @@ async def serve(args: argparse.Namespace) -> int:
     async def status() -> dict[str, Any]:
         state_bytes = await asyncio.to_thread(tree_bytes, root)
         return {"url": url, "grpc_url": grpc_url, "instance": instance, "state_dir": str(root),
-                "state_bytes": state_bytes, "slots": engine.slots, "tasks_running": len(engine.running),
+                "state_bytes": state_bytes, "slots": engine.slots, "max_tasks": engine.max_tasks,
+                "tasks_running": len(engine.running),
                 "jobs_queued": len(engine.queue), **activity.figures(), **retention.figures()}
 
     async def collect() -> dict[str, Any]:

@@ -49,13 +49,15 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Final, cast
 
-from fray_jupyter.controller import listing, users, validation, views
+from fray_jupyter.controller import checkpoint, listing, users, validation, views
 from fray_jupyter.controller.attempts import now_ms
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine
+from fray_jupyter.controller.inspection import Inspector
 from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.store import Descendant, JobRow, Store, TaskRow
@@ -81,7 +83,8 @@ class ControllerService:
         self.bundle_dir = bundle_dir
         self.cluster = cluster
         self.log_service = LogService(store)
-        self.status_text = TaskStatusText(store)
+        self.status_text = TaskStatusText(store, engine.stats)
+        self.inspector = Inspector(store, lambda: engine.running, engine.stats.record_profile)
 
     # -- jobs -----------------------------------------------------------------------------------
     def launch_job(self, request: C.LaunchJobRequest) -> C.LaunchJobResponse:
@@ -286,6 +289,10 @@ class ControllerService:
         if self.cluster is None:
             raise RpcError(Code.UNIMPLEMENTED, "this controller has no cluster profile (no autoscaler)")
         return self.cluster.autoscaler_status(request)
+
+    def begin_checkpoint(self, request: C.BeginCheckpointRequest) -> C.BeginCheckpointResponse:
+        """A snapshot of the store under ``<state dir>/controller-state`` and its counts (``checkpoint``)."""
+        return checkpoint.begin_checkpoint(self.store, self.cluster)
     # -- users, budgets, the scheduler's queues (``budget``, ``users``) --------------------------------
     def list_users(self, request: C.ListUsersRequest) -> C.ListUsersResponse:
         """Every user with a job or a budget row, with their unfinished work (``users``)."""
@@ -341,6 +348,19 @@ class ControllerService:
     def query(self, request: finelog_stats_pb2.QueryRequest) -> finelog_stats_pb2.QueryResponse:
         """finelog's Query, over the ``iris.task_status`` table."""
         return self.status_text.query(request)
+
+    # -- looking inside a running task (``inspection``) -----------------------------------------
+    def profile_task(self, request: J.ProfileTaskRequest) -> Awaitable[J.ProfileTaskResponse]:
+        """ProfileTask: a task attempt's or the controller's profile (awaited by the transport)."""
+        return self.inspector.profile_task(request)
+
+    def exec_in_container(self, request: C.ExecInContainerRequest) -> Awaitable[C.ExecInContainerResponse]:
+        """ExecInContainer: a command in a running task (awaited by the transport)."""
+        return self.inspector.exec_in_container(request)
+
+    def get_process_status(self, request: J.GetProcessStatusRequest) -> J.GetProcessStatusResponse:
+        """GetProcessStatus of the controller process."""
+        return self.inspector.get_process_status(request)
 
     # -- lookups --------------------------------------------------------------------------------
     def _job(self, job_id: str) -> JobRow:

@@ -25,6 +25,7 @@ from typing import Any, Final, Literal, NamedTuple
 from fray_jupyter.controller.endpointstore import EndpointTables
 from fray_jupyter.controller.logstore import LogTables, like_pattern
 from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
+from fray_jupyter.controller.statsstore import StatsTables
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import JOB_STATE_SORT_ORDER, descendant_bounds, parent_job_id
 
@@ -161,7 +162,7 @@ _TASK_COLUMNS: Final[str] = _columns(TaskRow)
 _ATTEMPT_COLUMNS: Final[str] = _columns(AttemptRow)
 
 
-class Store(LogTables, EndpointTables):
+class Store(LogTables, EndpointTables, StatsTables):
     """The controller's tables (see ``MIGRATIONS``). Methods name what they read or change."""
 
     def __init__(self, path: Path) -> None:

@@ -10,25 +10,24 @@ The path is Iris's, end to end:
 * Its finelog client registers the namespace (``RegisterTable``: the schema is echoed back as the one in
   force) and appends rows (``WriteRows``, an Arrow IPC batch of Iris's ``TaskStatusRow``:
   ``task_id``, ``attempt_id``, ``ts``, ``status_text_detail_md``, ``status_text_summary_md``).
-* Only ``iris.task_status`` is kept (any other namespace is INVALID_ARGUMENT, and Iris's client
-  drops the rows quietly). A row is kept when its task exists; per attempt the newest row wins (Iris keeps
+* Tasks write ``iris.task_status`` only (the other namespaces, ``controller.statscatalog``, are
+  written by the controller itself: WriteRows to them, or to a namespace it does not keep, is
+  INVALID_ARGUMENT, and Iris's client drops the rows quietly); RegisterTable accepts every namespace
+  it keeps. A row is kept when its task exists; per attempt the newest row wins (Iris keeps
   every row for an hour; its readers want the newest). Each text is cut at ``MAX_TEXT_CHARS``.
-* ``Query`` runs the SQL on a read-only SQLite connection allowed to read that one table (its
-  columns are Iris's, ``ts`` in epoch milliseconds, plus ``job_id``) and a few plain functions,
-  within ``MAX_QUERY_STEPS`` and ``MAX_QUERY_ROWS``; the result is an Arrow IPC stream. SQL only
-  DataFusion knows (``QUALIFY``, ``INTERVAL``) is INVALID_ARGUMENT with SQLite's message;
-  ``to_timestamp_millis(ms)`` is the identity, so Iris's dashboard filter
-  ``ts >= to_timestamp_millis(<submitted ms>)`` works on both.
+* ``Query`` runs the SQL on Apache DataFusion over every namespace (``controller.stats``,
+  ``controller.sqlquery``), as finelog does: Iris's own SQL works unchanged; the answer is an Arrow
+  IPC stream.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from contextlib import closing
-from typing import Any, Final
+from typing import Final
 
 from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.stats import Stats
+from fray_jupyter.controller.statscatalog import CATALOG
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.proto import controller_pb2, finelog_stats_pb2
@@ -39,12 +38,6 @@ from fray_jupyter.iris.wire import STATUS_TEXT_NAMESPACE as NAMESPACE
 C = controller_pb2.Controller
 S = finelog_stats_pb2
 MAX_TEXT_CHARS: Final[int] = 64 * 1024
-MAX_QUERY_STEPS: Final[int] = 5_000_000
-MAX_QUERY_ROWS: Final[int] = 100_000
-FUNCTIONS: Final[frozenset[str]] = frozenset({
-    "to_timestamp_millis", "row_number", "rank", "count", "max", "min", "sum", "coalesce", "ifnull", "lower", "upper",
-    "length", "substr", "instr", "like", "glob", "abs", "round"})
-"""Functions a query may call (SQLite's, and ``to_timestamp_millis``)."""
 _STRINGS: Final[frozenset[str]] = frozenset({"string", "large_string", "string_view"})
 _INTEGERS: Final[frozenset[str]] = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
 _REQUIRED: Final[dict[str, frozenset[str]]] = {"task_id": _STRINGS, "attempt_id": _INTEGERS,
@@ -53,8 +46,11 @@ _REQUIRED: Final[dict[str, frozenset[str]]] = {"task_id": _STRINGS, "attempt_id"
 
 
 def _refuse(namespace: str) -> RpcError:
+    if namespace in CATALOG:
+        return RpcError(Code.INVALID_ARGUMENT, f"namespace {namespace!r} is written by the embedded fray-jupyter "
+                        f"controller itself: tasks write {NAMESPACE!r} (task status text) only")
     return RpcError(Code.INVALID_ARGUMENT, f"namespace {namespace!r} is not kept by the embedded fray-jupyter "
-                    f"controller: it keeps {NAMESPACE!r} (task status text) only")
+                    f"controller: it keeps {', '.join(repr(name) for name in CATALOG)}")
 
 
 def _cut(text: str) -> str:
@@ -64,8 +60,9 @@ def _cut(text: str) -> str:
 class TaskStatusText:
     """The stats and endpoint methods above, over the controller's store (see the module rules)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, stats: Stats | None = None) -> None:
         self.store = store
+        self.stats = stats or Stats(store)
 
     # -- endpoints ---------------------------------------------------------------------------------
     @staticmethod
@@ -82,8 +79,8 @@ class TaskStatusText:
 
     # -- writes --------------------------------------------------------------------------------------
     def register_table(self, request: S.RegisterTableRequest) -> S.RegisterTableResponse:
-        """Accept ``iris.task_status``: the requested schema and policy are the ones in force."""
-        if request.namespace != NAMESPACE:
+        """Accept a namespace the controller keeps: the requested schema and policy are the ones in force."""
+        if request.namespace not in CATALOG:
             raise _refuse(request.namespace)
         return S.RegisterTableResponse(effective_schema=request.schema, effective_policy=request.storage_policy)
 
@@ -119,56 +116,6 @@ class TaskStatusText:
 
     # -- reads ---------------------------------------------------------------------------------------
     def query(self, request: S.QueryRequest) -> S.QueryResponse:
-        """The SQL's result as an Arrow IPC stream (see the module rules), read on a connection of
-        its own that ends with the call."""
-        steps = [0]
-
-        def progress() -> int:
-            steps[0] += 1
-            return int(steps[0] * 1000 > MAX_QUERY_STEPS)
-        with closing(self._reader()) as reader:
-            reader.set_progress_handler(progress, 1000)
-            try:
-                cursor = reader.execute(request.sql)
-                found = cursor.fetchmany(MAX_QUERY_ROWS + 1)
-                names = [column[0] for column in cursor.description or ()]
-            except sqlite3.Error as error:
-                detail = ("it ran past the step limit" if "interrupt" in str(error) else
-                          f"{error} (the embedded controller reads only {NAMESPACE!r}, with SQLite)")
-                raise RpcError(Code.INVALID_ARGUMENT, f"query failed: {detail}") from None
-        if len(found) > MAX_QUERY_ROWS:
-            raise RpcError(Code.RESOURCE_EXHAUSTED, f"query result has more than {MAX_QUERY_ROWS} rows: narrow it")
-        columns = [_arrow_column(name, [row[i] for row in found]) for i, name in enumerate(names)]
-        return S.QueryResponse(arrow_ipc=arrow_ipc.write(columns), row_count=len(found))
-
-    def _reader(self) -> sqlite3.Connection:
-        """A read-only connection to the store that may read the namespace's table and nothing else."""
-        reader = sqlite3.connect(f"{self.store.path.resolve().as_uri()}?mode=ro", uri=True)
-        reader.create_function("to_timestamp_millis", 1, lambda ms: ms, deterministic=True)
-        reader.set_authorizer(_authorize)
-        return reader
-
-
-def _authorize(action: int, first: str | None, second: str | None, database: str | None, inner: str | None) -> int:
-    """SQLite authorizer: SELECT, reads of the namespace's table, and ``FUNCTIONS``; nothing else."""
-    del database, inner
-    if action == sqlite3.SQLITE_SELECT:
-        return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_READ:
-        return sqlite3.SQLITE_OK if first == NAMESPACE else sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION:
-        return sqlite3.SQLITE_OK if (second or "").lower() in FUNCTIONS else sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_DENY
-
-
-def _arrow_column(name: str, values: list[Any]) -> arrow_ipc.Column:
-    """A result column typed by its values: int64, float64, binary, string (anything mixed, as text), or null."""
-    present = {type(value) for value in values if value is not None}
-    if not present:
-        return arrow_ipc.Column(name, "null", values)
-    if present <= {int, float}:
-        return arrow_ipc.Column(name, "int64" if present == {int} else "float64", values)
-    if present == {bytes}:
-        return arrow_ipc.Column(name, "binary", values)
-    return arrow_ipc.Column(name, "string", [value if value is None or isinstance(value, str) else str(value)
-                                             for value in values])
+        """The SQL's result as an Arrow IPC stream (see the module rules)."""
+        stream, rows = self.stats.query(request.sql)
+        return S.QueryResponse(arrow_ipc=stream, row_count=rows)

@@ -29,10 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fray_jupyter.controller import trees
+from fray_jupyter.controller import taskevents, trees
+from fray_jupyter.controller.exits import EXECUTION_TIMEOUT
 from fray_jupyter.controller.runner import Outcome
 from fray_jupyter.controller.states import ACTIVE_TASK_STATES, derive_job_state, task_retries_after_failure
 from fray_jupyter.controller.store import JobRow, TaskRow
+from fray_jupyter.controller.taskevents import TaskEvent
 from fray_jupyter.iris.attempts import charges_preemption
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import TERMINAL_JOB_STATES, TERMINAL_TASK_STATES
@@ -67,7 +69,8 @@ class Effects:
     """What an event does: column writes per job, task and attempt (merged, last write wins), the
     attempts to stop, each job's queue change (indices to queue again, or None: out of the queue
     and its scheduling deadline dropped), the jobs that started (their deadline no longer applies)
-    and the jobs whose unfinished jobs below must end, with the reason."""
+    and the jobs whose unfinished jobs below must end, with the reason; ``events`` are the decisions
+    Iris records in ``iris.task_event`` (``taskevents``)."""
 
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     tasks: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
@@ -76,6 +79,7 @@ class Effects:
     queue: dict[str, list[int] | None] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     end_below: list[tuple[str, str]] = field(default_factory=list)
+    events: list[TaskEvent] = field(default_factory=list)
 
 
 Event = Callable[[Snapshot, Effects], None]
@@ -102,6 +106,10 @@ def _write_task(snap: Snapshot, fx: Effects, idx: int, **values: Any) -> None:
 
 def _write_attempt(snap: Snapshot, fx: Effects, idx: int, attempt: int, **values: Any) -> None:
     fx.attempts.setdefault((snap.job.job_id, idx, attempt), {}).update(values)
+
+
+def _event(snap: Snapshot, fx: Effects, idx: int, reason: str, message: str, severity: str = taskevents.WARNING) -> None:
+    fx.events.append(TaskEvent(snap.job.job_id, idx, snap.tasks[idx].attempt, snap.now, reason, message, severity))
 
 
 def _requeue(snap: Snapshot, fx: Effects, indices: list[int]) -> None:
@@ -142,23 +150,29 @@ def _end_task(snap: Snapshot, fx: Effects, idx: int, state: int, reason: str) ->
     finish_task(snap, fx, idx, state, error=reason)
 
 
-def _stop_tasks(snap: Snapshot, fx: Effects, state: int, reason: str) -> None:
-    """Take the job out of the queue and end each of its unfinished tasks in ``state``."""
+def _stop_tasks(snap: Snapshot, fx: Effects, state: int, reason: str, action: str = taskevents.JOB_FINALIZED,
+                said: str = "") -> None:
+    """Take the job out of the queue and end each of its unfinished tasks in ``state``, recording
+    ``action`` (a ``taskevents`` reason) for each, its message ``said`` (default ``reason``)."""
     _dequeue(snap, fx)
     for idx, task in list(snap.tasks.items()):
         if task.state not in TERMINAL_TASK_STATES:
+            normal = action == taskevents.JOB_COMPLETED
+            _event(snap, fx, idx, action, said or reason, taskevents.NORMAL if normal else taskevents.WARNING)
             _end_task(snap, fx, idx, state, reason)
 
 
 def _lose_task(snap: Snapshot, fx: Effects, idx: int, reason: str) -> None:
     """End a task whose worker went away: WORKER_FAILED, and a gang's unfinished siblings COSCHED_FAILED."""
     _write_attempt(snap, fx, idx, snap.tasks[idx].attempt, worker_failure=1)
+    _event(snap, fx, idx, *taskevents.resolution("Backend reported WORKER_FAILED", "WORKER_FAILED", retried=False))
     _end_task(snap, fx, idx, J.TASK_STATE_WORKER_FAILED, reason)
     if snap.job.coscheduled:
         for sibling, task in list(snap.tasks.items()):
             if task.state not in TERMINAL_TASK_STATES:
-                _end_task(snap, fx, sibling, J.TASK_STATE_COSCHED_FAILED,
-                          f"Coscheduled sibling {snap.job.job_id}/{idx} failed: {reason}")
+                message = f"Coscheduled sibling {snap.job.job_id}/{idx} failed: {reason}"
+                _event(snap, fx, sibling, taskevents.SIBLING_TERMINATED, message)
+                _end_task(snap, fx, sibling, J.TASK_STATE_COSCHED_FAILED, message)
 
 
 def _task_failed(snap: Snapshot, fx: Effects, idx: int, outcome: Outcome) -> None:
@@ -184,10 +198,12 @@ def _task_failed(snap: Snapshot, fx: Effects, idx: int, outcome: Outcome) -> Non
                 continue
             if retry:
                 message = f"Coscheduled sibling {sibling_id} bounced for atomic re-scheduling"
+                _event(snap, fx, sibling, taskevents.SIBLING_REQUEUED, message, taskevents.NORMAL)
                 _settle(snap, fx, sibling, message, J.TASK_STATE_COSCHED_FAILED)
                 _write_task(snap, fx, sibling, state=J.TASK_STATE_PENDING, error=message)
                 requeue.append(sibling)
             else:
+                _event(snap, fx, sibling, taskevents.SIBLING_TERMINATED, f"Coscheduled sibling {sibling_id} failed")
                 _end_task(snap, fx, sibling, J.TASK_STATE_COSCHED_FAILED, f"Coscheduled sibling {sibling_id} failed")
     if requeue:
         _requeue(snap, fx, requeue)
@@ -195,15 +211,15 @@ def _task_failed(snap: Snapshot, fx: Effects, idx: int, outcome: Outcome) -> Non
 
 # -- the job ----------------------------------------------------------------------------------------
 def _final_summary(snap: Snapshot, state: int) -> dict[str, Any]:
-    """Finish time, exit code and error of the job reaching terminal ``state``."""
+    """Finish time, exit code and error of the job reaching terminal ``state``; the exit code is
+    always 0, as a genuine Iris controller never sets a job's (its tasks' say how they exited)."""
     job = snap.job
     culprit = next((t for t in snap.tasks.values() if t.state != J.TASK_STATE_SUCCEEDED and t.error), None)
     error = culprit.error if culprit and state != J.JOB_STATE_SUCCEEDED else ""
     if state == J.JOB_STATE_FAILED and job.failure_count > job.max_task_failures:
         error = (f"Cumulative failed task attempts exceeded max_task_failures: failures={job.failure_count}, "
                  f"limit={job.max_task_failures}" + (f"; {error}" if error else ""))
-    exit_code = culprit.exit_code if culprit and culprit.exit_code is not None else 0
-    return {"finished_ms": snap.now, "error": error, "exit_code": exit_code if error else 0}
+    return {"finished_ms": snap.now, "error": error, "exit_code": 0}  # Iris never sets a job's exit code
 
 
 def recompute(snap: Snapshot, fx: Effects) -> None:
@@ -225,7 +241,8 @@ def recompute(snap: Snapshot, fx: Effects) -> None:
         return
     _dequeue(snap, fx)
     _write_job(snap, fx, **changes, **_final_summary(snap, state))
-    _stop_tasks(snap, fx, J.TASK_STATE_KILLED, f"job ended ({J.JobState.Name(state)})")
+    _stop_tasks(snap, fx, J.TASK_STATE_KILLED, f"job ended ({J.JobState.Name(state)})",
+                said=snap.job.error or taskevents.FINALIZED_REASONS.get(state, ""))
     if trees.ends_descendants(state, snap.policy, job.replicas):
         fx.end_below.append((job.job_id, trees.PARENT_JOB_TERMINATED))
 
@@ -248,6 +265,10 @@ def attempt_ended(snap: Snapshot, fx: Effects, idx: int, attempt: int, outcome: 
         _task_failed(snap, fx, idx, outcome)
     else:
         finish_task(snap, fx, idx, outcome.state, exit_code=outcome.exit_code, error=outcome.error)
+    reported = J.TaskState.Name(outcome.state).removeprefix("TASK_STATE_")
+    why = EXECUTION_TIMEOUT if outcome.timed_out else f"Backend reported {reported}"
+    retried = snap.tasks[idx].state == J.TASK_STATE_PENDING
+    _event(snap, fx, idx, *taskevents.resolution(why, reported, retried))
     recompute(snap, fx)
 
 
@@ -262,8 +283,8 @@ def attempt_unrecorded(snap: Snapshot, fx: Effects, idx: int, attempt: int, row_
         finish_task(snap, fx, idx, J.TASK_STATE_FAILED, error=reason)
     if snap.job.state not in TERMINAL_JOB_STATES:
         _dequeue(snap, fx)
-        _write_job(snap, fx, state=J.JOB_STATE_FAILED, error=reason, finished_ms=snap.now, exit_code=1)
-        _stop_tasks(snap, fx, J.TASK_STATE_KILLED, f"job ended (JOB_STATE_FAILED): {reason}")
+        _write_job(snap, fx, state=J.JOB_STATE_FAILED, error=reason, finished_ms=snap.now, exit_code=0)
+        _stop_tasks(snap, fx, J.TASK_STATE_KILLED, f"job ended (JOB_STATE_FAILED): {reason}", said=reason)
 
 
 def worker_lost(snap: Snapshot, fx: Effects, idx: int, reason: str) -> None:
@@ -281,7 +302,7 @@ def terminate(snap: Snapshot, fx: Effects, reason: str) -> None:
 
 def complete(snap: Snapshot, fx: Effects, reason: str) -> None:
     """CompleteJob: every unfinished task SUCCEEDED, then the job itself, which ends the jobs below."""
-    _stop_tasks(snap, fx, J.TASK_STATE_SUCCEEDED, reason)
+    _stop_tasks(snap, fx, J.TASK_STATE_SUCCEEDED, reason, taskevents.JOB_COMPLETED)
     job = snap.job
     if job.state in TERMINAL_JOB_STATES:
         return
@@ -294,7 +315,7 @@ def end_by_parent(snap: Snapshot, fx: Effects, reason: str) -> None:
     """A job above this unfinished one ended: its unfinished tasks KILLED with ``reason``, then the job."""
     if snap.job.state in TERMINAL_JOB_STATES:
         return
-    _stop_tasks(snap, fx, J.TASK_STATE_KILLED, reason)
+    _stop_tasks(snap, fx, J.TASK_STATE_KILLED, reason, taskevents.PARENT_TERMINATED)
     recompute(snap, fx)
 
 

@@ -84,6 +84,11 @@ EMBEDDED_ONLY_REASONS: dict[str, str] = {
         "job would be RUNNING or waiting for a scale-up ('Scheduler: …\n\nAutoscaler: (scaling up) Waiting "
         "for worker scale-up in scale group …'), a state the embedded controller never has because every "
         "placeable job starts at once on a free slot. Its tasks carry the same text while they wait."),
+    "waiting for room to start": (
+        "Kept: the embedded controller runs at most --max-tasks task processes at once (default 256, and never "
+        "fewer than --slots), counting tasks that ask for no CPU, which take no slot: Iris does not count such a "
+        "task against a worker's capacity, so without a bound a laptop could be asked for thousands of processes. "
+        "A task over the bound waits saying so; Iris would run it."),
     "task(s) of the previous gang attempt to stop": (
         "Kept: a gang restarted after a member failed waits for its old processes to exit before all of "
         "its tasks start together on local slots; an Iris worker does this out of sight of the scheduler."),
@@ -137,3 +142,80 @@ ACTOR_DIFFERENCES: dict[tuple[str, str], ActorDifference] = {
 """(actor scenario, aspect) → what each controller shows (``test_actors.py``; ``{name}`` stands for the
 scenario's endpoint name). Every other aspect of every actor scenario is the same on both: results, the
 concurrency limit, exceptions (type and message), job states, lease grants and lapses."""
+
+
+class InspectDifference(NamedTuple):
+    """What each controller answers for one aspect of looking inside a task, and why they differ."""
+
+    embedded: str
+    twin: str
+    why: str
+
+
+INSPECT_DIFFERENCES: dict[str, InspectDifference] = {
+    "exec directory and environment": InspectDifference(
+        embedded="the task's work dir, with the task's environment ($IRIS_TASK_ID set)",
+        twin="the Iris process's own directory and environment ($IRIS_TASK_ID unset)",
+        why=("Kept: on a cluster `iris task exec` is docker/kubectl exec, inside the task's container with its "
+             "environment; Iris's local process runtime runs the command beside the task instead. The embedded "
+             "controller does what a cluster does.")),
+    "exec timeout": InspectDifference(
+        embedded="the answer's error 'Command timed out after 1 s: …', exit code -9, the output so far; the "
+                 "command's whole process group killed",
+        twin="INTERNAL 'Error exec_in_container: Command […] timed out after 1 seconds' (only the command "
+             "itself is killed: what it started keeps running)",
+        why="Kept: a timed-out command's children must not outlive it (issue 38's hostile-input rule)."),
+    "exec of a missing program": InspectDifference(
+        embedded="the answer's error \"cannot run 'x': No such file or directory\"",
+        twin="INTERNAL 'Error exec_in_container: [Errno 2] No such file or directory: …'",
+        why="Kept: the user's mistake is answered as a result, not as a controller failure."),
+    "exec output bound": InspectDifference(
+        embedded="at most 1 MiB of each stream, then a line '[output cut: N more bytes not shown …]'",
+        twin="all of it (a flood travels whole in one RPC answer)",
+        why="Kept: a command flooding its output cannot exhaust the controller or the notebook."),
+    "cpu stub": InspectDifference(
+        embedded="no CPU profile: ",
+        twin="py-spy unavailable in local mode",
+        why=("Kept: where py-spy cannot record (a task that is not Python, no ptrace permission, py-spy "
+             "missing) both answer a stub in the requested format instead of an error; the embedded "
+             "controller's says why.")),
+    "memory stub": InspectDifference(
+        embedded="no memory profile: memray attach failed …",
+        twin="memray unavailable in local mode",
+        why="Kept: as the CPU stub (memray attach needs gdb or lldb and ptrace; on this machine it fails)."),
+    "owner only": InspectDifference(
+        embedded="PERMISSION_DENIED for a caller who is neither the job's owner nor the controller's own user",
+        twin="anyone the controller lets in (a local Iris runs without auth)",
+        why=("Kept: exec is remote code execution and a thread dump with locals shows data; Iris checks the "
+             "owner for exec only, and only with an auth provider.")),
+    "profile duration bound": InspectDifference(
+        embedded="INVALID_ARGUMENT for duration_seconds outside 0…3600",
+        twin="any value, passed to the profiler",
+        why="Kept: a huge duration would hold the profiler attached (and the RPC open) for days."),
+    "unknown profile format": InspectDifference(
+        embedded="INVALID_ARGUMENT 'cpu format 42 is not one of: 1 (flamegraph), 2 (speedscope), 3 (raw)'",
+        twin="the flamegraph (an unknown format number falls back to the default)",
+        why="Kept: a format the caller cannot have meant is refused naming the ones there are."),
+    "malformed target": InspectDifference(
+        embedded="INVALID_ARGUMENT \"'diff/x/0' is not a task id: expected /<user>/<job>/<index>[:<attempt>]\"",
+        twin="INVALID_ARGUMENT \"Job name must use canonical '/<user>/<job>[...]' format: diff/x/0\"",
+        why="Kept: the same code; the message names what a target must look like."),
+    "thread dump under a shell": InspectDifference(
+        embedded="the stacks of the task's Python processes",
+        twin="the error 'py-spy dump failed (exit 1): Error: Failed to find python version from target process'",
+        why=("Kept: py-spy refuses a dump whose leader (sh -c, uv run) is not Python; the embedded controller "
+             "then dumps the group's other processes one by one, so a task started through a shell shows "
+             "where it is stuck.")),
+    "thread dump error detail": InspectDifference(
+        embedded="py-spy's Error line only",
+        twin="py-spy's Error line and its Rust backtrace",
+        why="Kept: the same first line; the backtrace is py-spy's internals."),
+    "process status provenance": InspectDifference(
+        embedded="no provenance",
+        twin="provenance (tree hash 'unknown' outside an image)",
+        why="Kept: the embedded controller is not built into an image; everything else is answered alike."),
+}
+"""Aspect of ``ProfileTask`` / ``ExecInContainer`` / ``GetProcessStatus`` → what each controller answers
+(``test_inspect.py``). Everything else agrees: the thread dump's stuck frame, the CPU profile's hot
+function, exec's exit code, stdout and stderr, a finished task's errors ('attempt no longer running',
+'Task … is not running (state=TASK_STATE_SUCCEEDED)'), an unknown task (NOT_FOUND 'Task … not found')."""

@@ -6,11 +6,9 @@ the endpoints."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import cloudpickle
 import pytest
@@ -20,6 +18,7 @@ from fray_jupyter.iris.proto import job_pb2 as J
 from tests.differential import actor_classes
 from tests.differential.conftest import LEASE_FLOOR_S
 from tests.differential.differences import ACTOR_DIFFERENCES
+from tests.waiting import until
 
 pytest.importorskip("fray.iris_backend")
 from fray.iris_backend import FrayIrisClient
@@ -61,15 +60,6 @@ def side(request: pytest.FixtureRequest) -> Iterator[Side]:
     finally:
         endpoints.close()
         marin.shutdown(wait=False)
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 120.0) -> Any:
-    """Poll ``condition`` until it is truthy (returned); fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.1)
-    return value
 
 
 def expected(side: Side, scenario: str, aspect: str, same: list[str], name: str) -> list[str]:

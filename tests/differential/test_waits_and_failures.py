@@ -114,7 +114,8 @@ def test_a_job_held_for_ever_says_what_iris_says(held: dict[str, tuple[J.JobStat
 def test_the_reasons_kept_as_the_embedded_controller_s_own_are_still_its_own() -> None:
     """Each ``EMBEDDED_ONLY_REASONS`` phrase is in what its scheduler says of a job waiting for slots."""
     said = [scheduler.pending_reason(scheduler.QueuedJob("/a/j", 1, False, [0]), 0, 8, 2, holding=0),
-            scheduler.pending_reason(scheduler.QueuedJob("/a/g", 2, True, [0, 1]), 4, 8, 1, holding=2)]
+            scheduler.pending_reason(scheduler.QueuedJob("/a/g", 2, True, [0, 1]), 4, 8, 1, holding=2),
+            scheduler.room_reason(scheduler.QueuedJob("/a/n", 3, False, [0], slotless=True), 256, 256)]
     assert all(any(phrase in text for text in said) for phrase in EMBEDDED_ONLY_REASONS), said
 
 

@@ -413,6 +413,26 @@ class Controller(_message.Message):
         ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
         endpoints: _containers.RepeatedCompositeFieldContainer[Controller.Endpoint]
         def __init__(self, endpoints: _Optional[_Iterable[_Union[Controller.Endpoint, _Mapping]]] = ...) -> None: ...
+    class ExecInContainerRequest(_message.Message):
+        __slots__ = ("task_id", "command", "timeout_seconds")
+        TASK_ID_FIELD_NUMBER: _ClassVar[int]
+        COMMAND_FIELD_NUMBER: _ClassVar[int]
+        TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+        task_id: str
+        command: _containers.RepeatedScalarFieldContainer[str]
+        timeout_seconds: int
+        def __init__(self, task_id: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., timeout_seconds: _Optional[int] = ...) -> None: ...
+    class ExecInContainerResponse(_message.Message):
+        __slots__ = ("exit_code", "stdout", "stderr", "error")
+        EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+        STDOUT_FIELD_NUMBER: _ClassVar[int]
+        STDERR_FIELD_NUMBER: _ClassVar[int]
+        ERROR_FIELD_NUMBER: _ClassVar[int]
+        exit_code: int
+        stdout: str
+        stderr: str
+        error: str
+        def __init__(self, exit_code: _Optional[int] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
     class UserSummary(_message.Message):
         __slots__ = ("user", "task_state_counts", "job_state_counts", "role")
         class TaskStateCountsEntry(_message.Message):
@@ -541,4 +561,20 @@ class Controller(_message.Message):
         pending_buckets: _containers.RepeatedCompositeFieldContainer[Controller.PendingTaskBucket]
         running_buckets: _containers.RepeatedCompositeFieldContainer[Controller.RunningTaskBucket]
         def __init__(self, user_budgets: _Optional[_Iterable[_Union[Controller.SchedulerUserBudget, _Mapping]]] = ..., total_pending: _Optional[int] = ..., total_running: _Optional[int] = ..., pending_buckets: _Optional[_Iterable[_Union[Controller.PendingTaskBucket, _Mapping]]] = ..., running_buckets: _Optional[_Iterable[_Union[Controller.RunningTaskBucket, _Mapping]]] = ...) -> None: ...
+    class BeginCheckpointRequest(_message.Message):
+        __slots__ = ()
+        def __init__(self) -> None: ...
+    class BeginCheckpointResponse(_message.Message):
+        __slots__ = ("checkpoint_path", "created_at", "job_count", "task_count", "worker_count")
+        CHECKPOINT_PATH_FIELD_NUMBER: _ClassVar[int]
+        CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+        JOB_COUNT_FIELD_NUMBER: _ClassVar[int]
+        TASK_COUNT_FIELD_NUMBER: _ClassVar[int]
+        WORKER_COUNT_FIELD_NUMBER: _ClassVar[int]
+        checkpoint_path: str
+        created_at: _time_pb2.Timestamp
+        job_count: int
+        task_count: int
+        worker_count: int
+        def __init__(self, checkpoint_path: _Optional[str] = ..., created_at: _Optional[_Union[_time_pb2.Timestamp, _Mapping]] = ..., job_count: _Optional[int] = ..., task_count: _Optional[int] = ..., worker_count: _Optional[int] = ...) -> None: ...
     def __init__(self) -> None: ...

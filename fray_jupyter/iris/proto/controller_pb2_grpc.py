@@ -86,6 +86,11 @@ class ControllerServiceStub:
                 request_serializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusRequest.SerializeToString,
                 response_deserializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusResponse.FromString,
                 _registered_method=True)
+        self.BeginCheckpoint = channel.unary_unary(
+                '/iris.cluster.ControllerService/BeginCheckpoint',
+                request_serializer=iris_dot_controller__pb2.Controller.BeginCheckpointRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.BeginCheckpointResponse.FromString,
+                _registered_method=True)
         self.ListUsers = channel.unary_unary(
                 '/iris.cluster.ControllerService/ListUsers',
                 request_serializer=iris_dot_controller__pb2.Controller.ListUsersRequest.SerializeToString,
@@ -115,6 +120,21 @@ class ControllerServiceStub:
                 '/iris.cluster.ControllerService/GetTaskLogs',
                 request_serializer=iris_dot_controller__pb2.Controller.GetTaskLogsRequest.SerializeToString,
                 response_deserializer=iris_dot_controller__pb2.Controller.GetTaskLogsResponse.FromString,
+                _registered_method=True)
+        self.ProfileTask = channel.unary_unary(
+                '/iris.cluster.ControllerService/ProfileTask',
+                request_serializer=iris_dot_job__pb2.ProfileTaskRequest.SerializeToString,
+                response_deserializer=iris_dot_job__pb2.ProfileTaskResponse.FromString,
+                _registered_method=True)
+        self.ExecInContainer = channel.unary_unary(
+                '/iris.cluster.ControllerService/ExecInContainer',
+                request_serializer=iris_dot_controller__pb2.Controller.ExecInContainerRequest.SerializeToString,
+                response_deserializer=iris_dot_controller__pb2.Controller.ExecInContainerResponse.FromString,
+                _registered_method=True)
+        self.GetProcessStatus = channel.unary_unary(
+                '/iris.cluster.ControllerService/GetProcessStatus',
+                request_serializer=iris_dot_job__pb2.GetProcessStatusRequest.SerializeToString,
+                response_deserializer=iris_dot_job__pb2.GetProcessStatusResponse.FromString,
                 _registered_method=True)
 
 
@@ -182,6 +202,12 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BeginCheckpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListUsers(self, request, context):
         """Users, budgets and the scheduler's queues.
         """
@@ -216,6 +242,24 @@ class ControllerServiceServicer:
     def GetTaskLogs(self, request, context):
         """Served only by older controllers; newer ones answer UNIMPLEMENTED.
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ProfileTask(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExecInContainer(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetProcessStatus(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -273,6 +317,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     request_deserializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusRequest.FromString,
                     response_serializer=iris_dot_controller__pb2.Controller.GetAutoscalerStatusResponse.SerializeToString,
             ),
+            'BeginCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.BeginCheckpoint,
+                    request_deserializer=iris_dot_controller__pb2.Controller.BeginCheckpointRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.BeginCheckpointResponse.SerializeToString,
+            ),
             'ListUsers': grpc.unary_unary_rpc_method_handler(
                     servicer.ListUsers,
                     request_deserializer=iris_dot_controller__pb2.Controller.ListUsersRequest.FromString,
@@ -302,6 +351,21 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.GetTaskLogs,
                     request_deserializer=iris_dot_controller__pb2.Controller.GetTaskLogsRequest.FromString,
                     response_serializer=iris_dot_controller__pb2.Controller.GetTaskLogsResponse.SerializeToString,
+            ),
+            'ProfileTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.ProfileTask,
+                    request_deserializer=iris_dot_job__pb2.ProfileTaskRequest.FromString,
+                    response_serializer=iris_dot_job__pb2.ProfileTaskResponse.SerializeToString,
+            ),
+            'ExecInContainer': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExecInContainer,
+                    request_deserializer=iris_dot_controller__pb2.Controller.ExecInContainerRequest.FromString,
+                    response_serializer=iris_dot_controller__pb2.Controller.ExecInContainerResponse.SerializeToString,
+            ),
+            'GetProcessStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProcessStatus,
+                    request_deserializer=iris_dot_job__pb2.GetProcessStatusRequest.FromString,
+                    response_serializer=iris_dot_job__pb2.GetProcessStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -586,6 +650,33 @@ class ControllerService:
             _registered_method=True)
 
     @staticmethod
+    def BeginCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/BeginCheckpoint',
+            iris_dot_controller__pb2.Controller.BeginCheckpointRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.BeginCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def ListUsers(request,
             target,
             options=(),
@@ -737,6 +828,87 @@ class ControllerService:
             '/iris.cluster.ControllerService/GetTaskLogs',
             iris_dot_controller__pb2.Controller.GetTaskLogsRequest.SerializeToString,
             iris_dot_controller__pb2.Controller.GetTaskLogsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProfileTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/ProfileTask',
+            iris_dot_job__pb2.ProfileTaskRequest.SerializeToString,
+            iris_dot_job__pb2.ProfileTaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExecInContainer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/ExecInContainer',
+            iris_dot_controller__pb2.Controller.ExecInContainerRequest.SerializeToString,
+            iris_dot_controller__pb2.Controller.ExecInContainerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProcessStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/iris.cluster.ControllerService/GetProcessStatus',
+            iris_dot_job__pb2.GetProcessStatusRequest.SerializeToString,
+            iris_dot_job__pb2.GetProcessStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

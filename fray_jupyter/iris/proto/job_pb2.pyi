@@ -1,3 +1,4 @@
+from fray_jupyter.iris.proto import logging_pb2 as _logging_pb2
 from fray_jupyter.iris.proto import time_pb2 as _time_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -587,3 +588,127 @@ class WorkerMetadata(_message.Message):
     attributes: _containers.MessageMap[str, AttributeValue]
     provenance: Provenance
     def __init__(self, hostname: _Optional[str] = ..., ip_address: _Optional[str] = ..., cpu_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., device: _Optional[_Union[DeviceConfig, _Mapping]] = ..., tpu_name: _Optional[str] = ..., tpu_worker_hostnames: _Optional[str] = ..., tpu_worker_id: _Optional[str] = ..., tpu_chips_per_host_bounds: _Optional[str] = ..., gpu_count: _Optional[int] = ..., gpu_name: _Optional[str] = ..., gpu_memory_mb: _Optional[int] = ..., gce_instance_name: _Optional[str] = ..., gce_zone: _Optional[str] = ..., attributes: _Optional[_Mapping[str, AttributeValue]] = ..., provenance: _Optional[_Union[Provenance, _Mapping]] = ...) -> None: ...
+
+class CpuProfile(_message.Message):
+    __slots__ = ("format", "rate_hz", "native")
+    class Format(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        FORMAT_UNSPECIFIED: _ClassVar[CpuProfile.Format]
+        FLAMEGRAPH: _ClassVar[CpuProfile.Format]
+        SPEEDSCOPE: _ClassVar[CpuProfile.Format]
+        RAW: _ClassVar[CpuProfile.Format]
+    FORMAT_UNSPECIFIED: CpuProfile.Format
+    FLAMEGRAPH: CpuProfile.Format
+    SPEEDSCOPE: CpuProfile.Format
+    RAW: CpuProfile.Format
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    RATE_HZ_FIELD_NUMBER: _ClassVar[int]
+    NATIVE_FIELD_NUMBER: _ClassVar[int]
+    format: CpuProfile.Format
+    rate_hz: int
+    native: bool
+    def __init__(self, format: _Optional[_Union[CpuProfile.Format, str]] = ..., rate_hz: _Optional[int] = ..., native: _Optional[bool] = ...) -> None: ...
+
+class MemoryProfile(_message.Message):
+    __slots__ = ("format", "leaks")
+    class Format(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        FORMAT_UNSPECIFIED: _ClassVar[MemoryProfile.Format]
+        FLAMEGRAPH: _ClassVar[MemoryProfile.Format]
+        TABLE: _ClassVar[MemoryProfile.Format]
+        STATS: _ClassVar[MemoryProfile.Format]
+        RAW: _ClassVar[MemoryProfile.Format]
+    FORMAT_UNSPECIFIED: MemoryProfile.Format
+    FLAMEGRAPH: MemoryProfile.Format
+    TABLE: MemoryProfile.Format
+    STATS: MemoryProfile.Format
+    RAW: MemoryProfile.Format
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    LEAKS_FIELD_NUMBER: _ClassVar[int]
+    format: MemoryProfile.Format
+    leaks: bool
+    def __init__(self, format: _Optional[_Union[MemoryProfile.Format, str]] = ..., leaks: _Optional[bool] = ...) -> None: ...
+
+class ThreadsProfile(_message.Message):
+    __slots__ = ("locals", "native")
+    LOCALS_FIELD_NUMBER: _ClassVar[int]
+    NATIVE_FIELD_NUMBER: _ClassVar[int]
+    locals: bool
+    native: bool
+    def __init__(self, locals: _Optional[bool] = ..., native: _Optional[bool] = ...) -> None: ...
+
+class ProfileType(_message.Message):
+    __slots__ = ("cpu", "memory", "threads")
+    CPU_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    cpu: CpuProfile
+    memory: MemoryProfile
+    threads: ThreadsProfile
+    def __init__(self, cpu: _Optional[_Union[CpuProfile, _Mapping]] = ..., memory: _Optional[_Union[MemoryProfile, _Mapping]] = ..., threads: _Optional[_Union[ThreadsProfile, _Mapping]] = ...) -> None: ...
+
+class ProfileTaskRequest(_message.Message):
+    __slots__ = ("target", "duration_seconds", "profile_type")
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    target: str
+    duration_seconds: int
+    profile_type: ProfileType
+    def __init__(self, target: _Optional[str] = ..., duration_seconds: _Optional[int] = ..., profile_type: _Optional[_Union[ProfileType, _Mapping]] = ...) -> None: ...
+
+class ProfileTaskResponse(_message.Message):
+    __slots__ = ("profile_data", "error")
+    PROFILE_DATA_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    profile_data: bytes
+    error: str
+    def __init__(self, profile_data: _Optional[bytes] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ProcessInfo(_message.Message):
+    __slots__ = ("hostname", "pid", "python_version", "uptime_ms", "memory_rss_bytes", "memory_vms_bytes", "thread_count", "open_fd_count", "memory_total_bytes", "cpu_count", "cpu_millicores", "provenance")
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_VERSION_FIELD_NUMBER: _ClassVar[int]
+    UPTIME_MS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_VMS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    THREAD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    OPEN_FD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CPU_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CPU_MILLICORES_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    hostname: str
+    pid: int
+    python_version: str
+    uptime_ms: int
+    memory_rss_bytes: int
+    memory_vms_bytes: int
+    thread_count: int
+    open_fd_count: int
+    memory_total_bytes: int
+    cpu_count: int
+    cpu_millicores: int
+    provenance: Provenance
+    def __init__(self, hostname: _Optional[str] = ..., pid: _Optional[int] = ..., python_version: _Optional[str] = ..., uptime_ms: _Optional[int] = ..., memory_rss_bytes: _Optional[int] = ..., memory_vms_bytes: _Optional[int] = ..., thread_count: _Optional[int] = ..., open_fd_count: _Optional[int] = ..., memory_total_bytes: _Optional[int] = ..., cpu_count: _Optional[int] = ..., cpu_millicores: _Optional[int] = ..., provenance: _Optional[_Union[Provenance, _Mapping]] = ...) -> None: ...
+
+class GetProcessStatusRequest(_message.Message):
+    __slots__ = ("max_log_lines", "log_substring", "min_log_level", "target")
+    MAX_LOG_LINES_FIELD_NUMBER: _ClassVar[int]
+    LOG_SUBSTRING_FIELD_NUMBER: _ClassVar[int]
+    MIN_LOG_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    max_log_lines: int
+    log_substring: str
+    min_log_level: str
+    target: str
+    def __init__(self, max_log_lines: _Optional[int] = ..., log_substring: _Optional[str] = ..., min_log_level: _Optional[str] = ..., target: _Optional[str] = ...) -> None: ...
+
+class GetProcessStatusResponse(_message.Message):
+    __slots__ = ("process_info", "log_entries")
+    PROCESS_INFO_FIELD_NUMBER: _ClassVar[int]
+    LOG_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    process_info: ProcessInfo
+    log_entries: _containers.RepeatedCompositeFieldContainer[_logging_pb2.LogEntry]
+    def __init__(self, process_info: _Optional[_Union[ProcessInfo, _Mapping]] = ..., log_entries: _Optional[_Iterable[_Union[_logging_pb2.LogEntry, _Mapping]]] = ...) -> None: ...
