@@ -24,6 +24,7 @@ from fray_jupyter.client.clusters import marin_unavailable
 from fray_jupyter.fray_protocol import FrayProtocolClient
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
 from tests.real_iris import real_iris_controller
+from tests.waiting import until
 
 needs_marin = pytest.mark.skipif(marin_unavailable() is not None, reason=str(marin_unavailable()))
 USER = "actor-test"
@@ -140,10 +141,7 @@ def test_a_group_of_four_answers_holds_its_limit_and_its_endpoints_go_with_it(
 
     group.shutdown()
     assert group.is_done()
-    deadline = time.monotonic() + 120
-    while group.endpoints() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert group.endpoints() == []
+    until(lambda: group.endpoints() == [], "the group's endpoints gone")
 
 
 @needs_marin
@@ -151,8 +149,7 @@ def test_a_member_killed_mid_call_fails_its_caller_at_once(client: FrayProtocolC
     group = _group(client, 1, 2)
     (handle,) = group.wait_ready(timeout=300)
     pending = handle.hold.remote(600)
-    while handle.busy() != 1:
-        time.sleep(0.02)
+    until(lambda: handle.busy() == 1, "the member busy with the call")
     group.shutdown()
     with pytest.raises(unavailable_type(), match=f"actor {handle.endpoint_name}: "):
         pending.result(timeout=120)

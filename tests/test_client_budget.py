@@ -4,7 +4,6 @@ an error — with no controller, an unreachable one, or one that does not answer
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -18,6 +17,7 @@ from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import launch_request, start_controller, stop_quietly
 from tests.loopback import loopback_server
+from tests.waiting import until
 
 J = job_pb2
 
@@ -76,10 +76,7 @@ def test_answers_are_cached_per_controller_and_user(tmp_path: Path) -> None:
         with FrayClient(controller.info.url, controller.info.token) as client:
             assert budget(_plan(), client).spent == 0
             job_id = client.submit(launch_request("busy", "sleep 60", user="alice"))
-            deadline = time.monotonic() + 30
-            while client.user_budget("alice").budget_spent == 0:  # until its task is placed
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            until(lambda: client.user_budget("alice").budget_spent != 0, "alice's task placed", feed=client)
             assert budget(_plan(), client).spent == 0  # within CACHE_SECONDS: the answer read before
             assert budget(_plan("bob"), client).spent == 0 and budget(_plan(), client, max_age=0).spent == 5
             fresh = budget(_plan(), client, max_age=0)

@@ -12,7 +12,8 @@ import pytest
 from google.protobuf.message import Message
 
 from fray_jupyter.client import client as client_module
-from fray_jupyter.client.client import FrayClient, backoff
+from fray_jupyter.client import retry
+from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import ControllerUnreachable, FrayError, JobNotFound, RpcFailed, error_for
 from fray_jupyter.client.logs import LogQuery, from_fetch_logs, log_line
 from fray_jupyter.client.transport import TRANSPORTS
@@ -22,6 +23,7 @@ from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest
 from fray_jupyter.resources.environment import EnvironmentConfig
+from tests.instant_clock import InstantClock
 
 URL = "fake://controller"
 Reply = Message | FrayError | Callable[[Message], Message]
@@ -32,6 +34,7 @@ class FakeTransport:
 
     script: ClassVar[dict[str, list[Reply]]] = {}
     calls: ClassVar[list[tuple[str, Message]]] = []
+    kind, local, json_calls = "fake", True, False  # a controller on this machine, unary calls only
 
     def __init__(self, url: str, token: str | None = None, *, headers: Any = None) -> None:
         self.url = url
@@ -77,11 +80,6 @@ def _plan(tmp_path: Path, policy: str) -> Plan:
     return plan(job, user="u", existing_job_policy=policy)
 
 
-def test_backoff_doubles_up_to_the_cap() -> None:
-    delays = backoff(0.05, 2.0)
-    assert [next(delays) for _ in range(8)] == [0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0]
-
-
 def test_idempotent_calls_retry_while_unavailable(client: FrayClient) -> None:
     status = Controller.GetJobStatusResponse(job=job_pb2.JobStatus(job_id="/u/j"))
     FakeTransport.script["GetJobStatus"] = [unavailable(), unavailable(), status]
@@ -89,32 +87,19 @@ def test_idempotent_calls_retry_while_unavailable(client: FrayClient) -> None:
     assert methods() == ["GetJobStatus"] * 3
 
 
-class FakeClock:
-    """``time`` for the client module: ``sleep`` advances ``monotonic`` at once and is recorded."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 def test_retries_stop_at_the_deadline(client: FrayClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Back off, doubling, while the next retry still starts within ``retry_for``; then raise."""
-    clock = FakeClock()
-    monkeypatch.setattr(client_module, "time", clock)
+    """A local controller's policy: back off about doubling (within its jitter) while the next
+    retry still starts within ``retry_for``; then raise, with the job named."""
+    clock = InstantClock()
+    monkeypatch.setattr(retry, "CLOCK", clock)
     FakeTransport.script["GetJobStatus"] = [unavailable()]
-    with pytest.raises(ControllerUnreachable):
+    with pytest.raises(ControllerUnreachable) as caught:
         client.status("/u/j")
-    slept = clock.slept
-    assert len(slept) >= 2 and all(later == pytest.approx(2 * earlier) for earlier, later in pairwise(slept))
-    assert sum(slept) <= client.retry_for < sum(slept) + 2 * slept[-1]
-    assert methods() == ["GetJobStatus"] * (len(slept) + 1)
+    slept, policy = clock.slept, client.policy
+    assert policy.first_ms == retry.LOCAL.first_ms and policy.budget_ms == 500
+    assert len(slept) >= 2 and sum(slept) <= policy.budget_ms < sum(slept) + slept[-1] * 3
+    assert all(later / earlier <= 2 * (1 + policy.jitter) / (1 - policy.jitter) for earlier, later in pairwise(slept))
+    assert methods() == ["GetJobStatus"] * (len(slept) + 1) and caught.value.job_id == "/u/j"
 
 
 def test_not_retryable_errors_are_raised_at_once_with_the_job(client: FrayClient) -> None:

@@ -131,9 +131,9 @@ def test_a_cell_sends_the_current_directory_and_iris_s_setup_as_iris_job_run_doe
     assert 'data-job-id="/alice/coord/step"' in seen["coord_snapshot"]  # the tree, as the named cluster lists it
     over_cap = seen["over_cap"]
     assert "\n" not in over_cap and over_cap.startswith("%%fray: the current directory ")
-    assert "/tmp/big is sent as the workspace on a named cluster (as `iris job run` does), but it bundles to " \
-           "more than the 25.0 MiB cap (26.0 MiB); pass --workspace DIR to send a smaller directory, or " \
-           "--no-workspace to send none" in over_cap
+    assert "/tmp/big is sent as the workspace by default (as `iris job run` does), but it bundles to " \
+           "more than the 25.0 MiB cap (26.0 MiB); pass --workspace DIR to send a smaller directory, --exclude " \
+           "PATTERN to leave files out, or --no-workspace to send none" in over_cap
 
 
 class Child:

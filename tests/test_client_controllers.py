@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
 from fray_jupyter.runtime_file import ControllerInfo, read_runtime_file
 from tests.real_iris import real_iris_controller
+from tests.waiting import until
 
 USER = "fray-test"
 BACKENDS = ("real-iris", "embedded-connect", "embedded-grpc")
@@ -49,12 +49,12 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerInf
              "--grpc-port", "0", "--state-dir", str(state), "--runtime-file", str(runtime_file), "--slots", "4"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 15
-        while (info := read_runtime_file(runtime_file)) is None:
-            if process.poll() is not None or time.monotonic() > deadline:
+        def started() -> ControllerInfo | None:
+            if process.poll() is not None:
                 pytest.fail(f"embedded controller did not start: {(state / 'controller.log').read_text()[-2000:]}")
-            time.sleep(0.05)
-        yield info
+            return read_runtime_file(runtime_file)
+
+        yield until(started, "the embedded controller's runtime file")
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -83,11 +83,8 @@ def _plan(tmp_path: Path, command: str, replicas: int = 2) -> Plan:
     return plan(job, user=USER)
 
 
-def _wait_running(client: FrayClient, job_id: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while client.status(job_id).state != job_pb2.JOB_STATE_RUNNING:
-        assert time.monotonic() < deadline, f"{job_id} never RUNNING: {client.status(job_id)}"
-        time.sleep(0.05)
+def _wait_running(client: FrayClient, job_id: str) -> None:
+    until(lambda: client.status(job_id).state == job_pb2.JOB_STATE_RUNNING, f"{job_id} running", feed=client)
 
 
 def test_two_replica_job_runs_to_success_with_logs(client: FrayClient, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fray_jupyter.client.tree import failed_children, fetch_tree
 from fray_jupyter.iris.proto import job_pb2 as J
-from tests.test_widgets_status import ScriptedController
+from tests.scripted_controller import ScriptedController
 
 R, S, F = J.JOB_STATE_RUNNING, J.JOB_STATE_SUCCEEDED, J.JOB_STATE_FAILED
 

@@ -11,25 +11,17 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fray_jupyter.controller.iris_local import unavailable_reason
 from fray_jupyter.iris.proto import job_pb2
-from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
+from tests.controller_harness import ControllerProcess
 from tests.marin_home import TWIN_MANIFEST, child_env, marin_home
 
 HANG_GUARD = 120.0
 """Seconds after which a script that has not exited counts as hung (a hang guard, not a speed goal)."""
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    process = start_controller(tmp_path_factory.mktemp("exit") / "state")
-    yield process
-    stop_quietly(process)
 
 
 def run_script(source: str, tmp_path: Path, *, home: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,7 @@ from fray_jupyter.iris.marin_versions import (
     version_warnings,
 )
 from fray_jupyter.resources import Entrypoint, JobRequest
-from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
+from tests.controller_harness import ControllerProcess
 from tests.marin_envs import RELEASES, marin_python, run_in
 
 OLD = "0.2.200.dev39117391147"
@@ -121,13 +121,6 @@ def test_a_job_with_secrets_is_refused_by_an_iris_too_old_to_carry_them(old_twin
         assert client.list(user="alice").jobs == ()  # nothing was launched
         job = client.submit(plan(_job(), user="alice"))  # a job without secrets still goes
         assert client.wait(job, timeout=120).state == 4  # JOB_STATE_SUCCEEDED
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    process = start_controller(tmp_path_factory.mktemp("secrets") / "state")
-    yield process
-    stop_quietly(process)
 
 
 def test_a_job_with_secrets_reaches_a_controller_that_carries_them(controller: ControllerProcess) -> None:

@@ -44,6 +44,7 @@ from fray_jupyter.actors import wire
 from fray_jupyter.actors.errors import actor_unavailable
 from fray_jupyter.actors.resolver import FixedResolver, Resolved, Resolver, task_resolver
 from fray_jupyter.iris.proto import actor_pb2
+from fray_jupyter.iris.wire import CONNECT_PROTOCOL_HEADER, PROTO_CONTENT_TYPE
 
 A = actor_pb2
 M = TypeVar("M", bound=Message)
@@ -80,7 +81,7 @@ class Connection:
         self._host = url.hostname or "127.0.0.1"
         self._port = url.port or (443 if self._https else 80)
         self._prefix = url.path.rstrip("/")
-        self._headers = {"content-type": "application/proto", "connect-protocol-version": "1", **where.headers}
+        self._headers = {"content-type": PROTO_CONTENT_TYPE, **CONNECT_PROTOCOL_HEADER, **where.headers}
         self._idle: list[tuple[http.client.HTTPConnection, float]] = []
         self._lock = threading.Lock()
         self._closed = False

@@ -41,6 +41,7 @@ from google.protobuf.message import DecodeError, Message
 
 from fray_jupyter.actors import wire
 from fray_jupyter.iris.proto import actor_pb2
+from fray_jupyter.iris.wire import CONNECT_HTTP_STATUS, JSON_CONTENT_TYPE, PROTO_CONTENT_TYPE
 
 A = actor_pb2
 START_TIMEOUT: Final[float] = 10.0
@@ -264,10 +265,10 @@ class ActorServer:
         if not scope["path"].startswith(prefix):
             if self._web is not None:
                 return await self._web(scope, receive, send)
-            return await _answer(send, 404, "application/json", wire.error_body("not_found", f"no route {scope['path']}"))
+            return await _answer(send, 404, JSON_CONTENT_TYPE, wire.error_body("not_found", f"no route {scope['path']}"))
         route = self._routes().get(scope["path"][len(prefix):])
         if route is None or scope["method"] != "POST":
-            return await _answer(send, 404, "application/json",
+            return await _answer(send, 404, JSON_CONTENT_TYPE,
                                  wire.error_body("unimplemented", f"{scope['method']} {scope['path']} is not an actor RPC"))
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
@@ -275,11 +276,11 @@ class ActorServer:
             request = route[0].FromString(body)
             answer = await route[1](request)
         except Refused as refused:
-            return await _answer(send, wire.HTTP_STATUS.get(refused.code, 500), "application/json",
+            return await _answer(send, CONNECT_HTTP_STATUS.get(refused.code, 500), JSON_CONTENT_TYPE,
                                  wire.error_body(refused.code, str(refused)))
         except (ValueError, DecodeError) as exc:
-            return await _answer(send, 400, "application/json", wire.error_body("invalid_argument", str(exc)))
-        await _answer(send, 200, "application/proto", answer.SerializeToString())
+            return await _answer(send, 400, JSON_CONTENT_TYPE, wire.error_body("invalid_argument", str(exc)))
+        await _answer(send, 200, PROTO_CONTENT_TYPE, answer.SerializeToString())
 
 
 async def _body(receive: Receive) -> bytes:

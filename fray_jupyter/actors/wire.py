@@ -4,7 +4,8 @@
 Rules:
 
 * A call is ``POST <base>/iris.actor.ActorService/<Method>`` with the serialized message; a base is
-  an actor server's ``http://host:port`` or a controller's ``<url>/proxy/<name with / as .>``. A
+  an actor server's ``http://host:port`` or a controller's ``<url>/proxy/<name with / as .>``
+  (every name and path is ``iris.wire``'s, the one wire vocabulary). A
   call's arguments are pickled once (``pickle_arguments``) and written into the message without
   a copy (``call_body``).
 * A request body may be ``Content-Encoding: zstd`` or ``gzip`` (Iris's actor client always sends
@@ -25,23 +26,13 @@ import json
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import cloudpickle
 import zstandard
 
 from fray_jupyter.iris.proto import actor_pb2
-
-SERVICE: Final[str] = "iris.actor.ActorService"
-CONNECT_CODES: Final[frozenset[str]] = frozenset({
-    "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists",
-    "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range",
-    "unimplemented", "internal", "unavailable", "data_loss", "unauthenticated"})
-"""Connect's error code names (an ``error_type`` that is one of these is a refusal, not an exception)."""
-HTTP_STATUS: Final[dict[str, int]] = {
-    "invalid_argument": 400, "unauthenticated": 401, "permission_denied": 403, "not_found": 404,
-    "unimplemented": 404, "resource_exhausted": 429, "internal": 500, "unavailable": 503, "unknown": 500}
-"""The HTTP status of a Connect error, by code (Connect protocol spec)."""
+from fray_jupyter.iris.wire import ACTOR_SERVICE, CONNECT_CODES, method_path, proxied, proxy_name
 
 
 class RemoteActorError(RuntimeError):
@@ -54,14 +45,14 @@ class RemoteActorError(RuntimeError):
 
 
 def path(method: str) -> str:
-    """``/iris.actor.ActorService/<method>``."""
-    return f"/{SERVICE}/{method}"
+    """``/iris.actor.ActorService/<method>`` (``iris.wire.method_path``)."""
+    return method_path(ACTOR_SERVICE, method)
 
 
 def proxy_base(controller_url: str, name: str) -> str:
-    """Where a controller relays calls to the endpoint ``name`` (Iris's ``ProxyResolver``): the
-    name without its leading ``/``, every ``/`` as ``.``."""
-    return f"{controller_url.rstrip('/')}/proxy/{name.lstrip('/').replace('/', '.')}"
+    """Where a controller relays calls to the endpoint ``name`` (``iris.wire.proxied`` under its
+    ``proxy_name``: Iris's ``ProxyResolver``)."""
+    return controller_url.rstrip("/") + proxied("", proxy_name(name))
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,16 @@ Rules:
 
 * Every verb is one RPC (``follow`` and ``wait`` poll), sent through the ``Transport`` picked by
   the URL scheme, and fails with a one-line ``FrayError`` naming the URL and the job.
-* Retries: a call the server answered ``unavailable`` (or whose kept-alive connection dropped) is
-  sent again with exponential backoff until ``retry_for`` seconds have passed, but only when
-  sending it twice cannot do harm. Reads and ``TerminateJob`` are idempotent. ``LaunchJob`` is
-  idempotent only under ``existing_job_policy`` KEEP (what Fray and ``plan()`` send): a second
-  send then returns the job the first one created, where ERROR would fail with ALREADY_EXISTS
-  and RECREATE would kill the job just started.
+* Retries are ``client.retry``'s: which failures, the backoff with jitter, and the budget — short
+  for a controller on this machine, Iris's own for a named cluster or a remote URL (``retry_for``
+  seconds instead, when given) — but only when sending a call twice cannot do harm. Reads and
+  ``TerminateJob`` are idempotent. ``LaunchJob`` is idempotent only under ``existing_job_policy``
+  KEEP (what Fray and ``plan()`` send): a second send then returns the job the first one created,
+  where ERROR would fail with ALREADY_EXISTS and RECREATE would kill the job just started.
+* The verbs beside a job's own life (workers, endpoints, budgets, a task's profile, the change
+  feed...) are ``client.cluster_verbs``'; listing's query and page are ``client.listing``'s.
+* What a transport can do beyond unary calls is its own data (``transport.json_calls``, ``local``);
+  the client never asks what class it is.
 * Polling (``wait``, ``follow``) backs off from 50 ms to 2 s, so a quick job is seen finishing
   quickly and a long one costs about one call per 2 s.
 * A client of a named Marin cluster (``cluster=``, see ``client.clusters``) sends each call with the
@@ -25,11 +29,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Final, NamedTuple, Protocol, Self, TypeVar, cast
+from typing import Any, Final, Protocol, Self, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from fray_jupyter.client import retry, sent
+from fray_jupyter.client.cluster_verbs import ClusterVerbs
 from fray_jupyter.client.errors import (
     AuthenticationFailed,
     ControllerUnreachable,
@@ -37,6 +43,7 @@ from fray_jupyter.client.errors import (
     InvalidRequest,
     JobNotFound,
 )
+from fray_jupyter.client.listing import JobPage, job_page, job_query
 from fray_jupyter.client.logs import (
     LogPage,
     LogQuery,
@@ -45,10 +52,10 @@ from fray_jupyter.client.logs import (
     from_task_logs,
     task_logs_request,
 )
+from fray_jupyter.client.retry import backoff, sleep_until
 from fray_jupyter.client.status_text import StatusText, status_text_sql, status_texts
-from fray_jupyter.client.transport import SERVICE, ConnectTransport, Transport, open_transport
-from fray_jupyter.cluster.profile import ClusterProfile, ProfileError, profile_from_json
-from fray_jupyter.iris.budget import band_value
+from fray_jupyter.client.transport import SERVICE, Transport, open_transport
+from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.loglines import LEVELS, min_level_value
 from fray_jupyter.iris.marin_versions import SECRETS_SINCE
 from fray_jupyter.iris.proto import job_pb2
@@ -59,37 +66,18 @@ from fray_jupyter.iris.states import (
     MAX_LIST_JOBS_LIMIT,
     MAX_LIST_JOBS_OFFSET,
     is_job_finished,
-    parent_job_id,
     task_job,
 )
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.iris.wire import (
-    CHANGE_FEED_PATH,
-    CLUSTER_PROFILE_PATH,
-    ENDPOINT_SERVICE,
     FETCH_LOGS_PATH,
     STATS_QUERY_PATH,
+    method_path,
 )
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R")
 
-SCOPES: Final[dict[str, Controller.JobQueryScope]] = {
-    "all": Controller.JOB_QUERY_SCOPE_ALL,
-    "roots": Controller.JOB_QUERY_SCOPE_ROOTS,
-    "children": Controller.JOB_QUERY_SCOPE_CHILDREN,
-}
-"""``list``'s scopes, Iris's ``JobQueryScope``: every job, jobs without a parent, one job's children."""
-SORT_FIELDS: Final[dict[str, Controller.JobSortField]] = {
-    "date": Controller.JOB_SORT_FIELD_DATE,
-    "name": Controller.JOB_SORT_FIELD_NAME,
-    "state": Controller.JOB_SORT_FIELD_STATE,
-    "failures": Controller.JOB_SORT_FIELD_FAILURES,
-    "preemptions": Controller.JOB_SORT_FIELD_PREEMPTIONS,
-}
-
-POLL_FIRST: Final[float] = 0.05
-POLL_MAX: Final[float] = 2.0
 LOG_PAGE_LINES: Final[int] = 5000
 """Rows per page of ``log_pages``."""
 _NO_SECRETS_FIELD: Final[str] = 'has no field named "secrets"'
@@ -101,14 +89,6 @@ LOG_SERVICE_DRAIN_GRACE: Final[float] = 1.5
 """The same, where logs come from Iris's log service: a worker sends its rows in batches once a
 second (finelog's flush interval), so a task's last batch can arrive a second after Iris reports it
 finished. Iris's own ``job logs --follow`` waits one second too."""
-
-
-def backoff(first: float = POLL_FIRST, most: float = POLL_MAX) -> Iterator[float]:
-    """Delays ``first, 2*first, 4*first, ...`` capped at ``most``."""
-    delay = first
-    while True:
-        yield delay
-        delay = min(delay * 2, most)
 
 
 class HasLaunchRequest(Protocol):
@@ -138,40 +118,29 @@ class ClusterLink(Protocol):
     def close(self) -> None: ...
 
 
-class JobPage(NamedTuple):
-    """One page of ``ListJobs``: the jobs, how many matched before paging, whether more follow."""
-
-    jobs: tuple[JobStatus, ...]
-    total: int
-    has_more: bool
-
-
-class Changes(NamedTuple):
-    """One answer of the embedded controller's change feed (``controller.changes``)."""
-
-    epoch: str
-    revision: int
-    job_ids: tuple[str, ...]
-    reset: bool
-
-
-class FrayClient:
+class FrayClient(ClusterVerbs):
     """Client of one controller at ``url`` (``http(s)://`` Connect or ``grpc://``) with an optional
     bearer ``token``, or of a named Marin ``cluster`` (its resolved URL as ``url``; see
     ``client.clusters.connect_cluster``). ``user`` is whose jobs ``list`` shows by default (None:
     Iris's own choice, see ``user``). ``timeout`` bounds each RPC; ``retry_for`` bounds the retries
-    of one verb. Thread-safe; use as a context manager or call ``close()``."""
+    of one verb (None: ``client.retry``'s budget for this controller; 0: never resend).
+    Thread-safe; use as a context manager or call ``close()``."""
 
     def __init__(self, url: str, token: str | None = None, *, cluster: ClusterLink | None = None,
-                 user: str | None = None, timeout: float = 30.0, retry_for: float = 10.0) -> None:
+                 user: str | None = None, timeout: float = 30.0, retry_for: float | None = None) -> None:
         self.timeout = timeout
-        self.retry_for = retry_for
         self.cluster = cluster
         self._user = user
         self._token = token
         self._reconnecting = threading.Lock()
         self._transport: Transport = open_transport(url, token, headers=cluster.headers if cluster else None)
+        self.policy = retry.policy_for(local=self._transport.local and cluster is None, retry_for=retry_for)
         self._log_service = False  # True once GetTaskLogs was unimplemented: ask the log service
+
+    @property
+    def retry_for(self) -> float:
+        """Seconds one verb keeps resending a failure ``client.retry`` retries (``policy``'s budget)."""
+        return self.policy.budget_ms / 1000
 
     @property
     def url(self) -> str:
@@ -224,14 +193,16 @@ class FrayClient:
     # -- verbs ---------------------------------------------------------------------------------
     def submit(self, launch: Controller.LaunchJobRequest | HasLaunchRequest) -> str:
         """Send a ``LaunchJobRequest`` (or the ``.request`` of a ``Plan``) and return the job id the
-        controller assigned."""
+        controller assigned; its inline work-dir files are kept for a resubmit (``client.sent``)."""
         request = launch if isinstance(launch, Controller.LaunchJobRequest) else launch.request
         keep = request.existing_job_policy == job_pb2.EXISTING_JOB_POLICY_KEEP
-        if request.environment.secrets and isinstance(self._transport, ConnectTransport):
-            return self._submit_with_secrets(request, idempotent=keep)
-        response = self._call("LaunchJob", request, Controller.LaunchJobResponse,
-                              idempotent=keep, job_id=request.name)
-        return response.job_id
+        if request.environment.secrets and self._transport.json_calls:
+            job_id = self._submit_with_secrets(request, idempotent=keep)
+        else:
+            job_id = self._call("LaunchJob", request, Controller.LaunchJobResponse,
+                                idempotent=keep, job_id=request.name).job_id
+        sent.keep(self.url, job_id, request.entrypoint)
+        return job_id
 
     def _submit_with_secrets(self, request: Controller.LaunchJobRequest, *, idempotent: bool) -> str:
         """LaunchJob for a job with secrets, in Connect's JSON codec. Iris says no version of its own,
@@ -239,11 +210,10 @@ class FrayClient:
         the field as unknown bytes of the binary form and run the job without them, but it refuses an
         unknown JSON field (protobuf's own words, ``_NO_SECRETS_FIELD``); that refusal becomes one
         ``InvalidRequest`` naming ``SECRETS_SINCE`` (the job was not launched)."""
-        path = f"/{SERVICE}/LaunchJob"
+        path = method_path(SERVICE, "LaunchJob")
         body = json_format.MessageToDict(request)
         try:
-            answer = self._retrying(lambda: self._log_transport().call_json(path, body, self.timeout),
-                                    idempotent=idempotent, job_id=request.name)
+            answer = self._json(path, body, idempotent=idempotent, job_id=request.name)
         except FrayError as error:
             if _NO_SECRETS_FIELD not in error.detail:
                 raise
@@ -275,17 +245,23 @@ class FrayClient:
         everything where the controller keeps none (a gRPC URL, a finelog that has no such table yet).
         A controller that cannot be reached, or refuses the caller, is still an error."""
         wanted = list(task_ids)
-        if not wanted or not isinstance(self._transport, ConnectTransport):
+        if not wanted or not self._transport.json_calls:
             return {}
-        body = {"sql": status_text_sql(wanted, since_ms)}
         try:
-            answer = self._retrying(lambda: self._log_transport().call_json(STATS_QUERY_PATH, body, self.timeout),
-                                    idempotent=True, job_id=task_job(wanted[0]))
+            answer = self._json(STATS_QUERY_PATH, {"sql": status_text_sql(wanted, since_ms)}, job_id=task_job(wanted[0]))
             return status_texts(answer)
         except (ControllerUnreachable, AuthenticationFailed):
             raise
         except (FrayError, ValueError):  # no such table yet, no stats service, not a table
             return {}
+
+    def query_stats(self, sql: str) -> list[dict[str, Any]]:
+        """The rows of ``sql`` over the stats namespaces (finelog's ``StatsService/Query`` through the
+        controller's proxy; ``client.usage`` builds the SQL): [] over gRPC, where no proxy is reached;
+        a refused query is the controller's error."""
+        if not self._transport.json_calls:
+            return []
+        return arrow_ipc.query_rows(self._json(STATS_QUERY_PATH, {"sql": sql}))
 
     def state(self, job_ids: Iterable[str]) -> dict[str, job_pb2.JobState]:
         """``{job id: JobState}`` for each id, in one light call; an unknown id is ``JobNotFound``."""
@@ -322,16 +298,14 @@ class FrayClient:
                 response = self._call("GetTaskLogs", request, Controller.GetTaskLogsResponse, job_id=job_id)
                 return from_task_logs(response, query)
             except FrayError as error:
-                if error.code != "unimplemented" or not isinstance(self._transport, ConnectTransport):
+                if error.code != "unimplemented" or not self._transport.json_calls:
                     raise
                 self._log_service = True
-        if not isinstance(self._transport, ConnectTransport):
+        if not self._transport.json_calls:
             raise FrayError(f"logs(before={before}) reads the rows below a cursor, which needs the log service, "
                             "served over Connect only (an http:// or https:// controller URL)",
                             url=self.url, method="FetchLogs", code="unimplemented", job_id=job_id)
-        body = fetch_logs_body(job_id, query)
-        payload = self._retrying(lambda: self._log_transport().call_json(FETCH_LOGS_PATH, body, self.timeout),
-                                 idempotent=True, job_id=job_id)
+        payload = self._json(FETCH_LOGS_PATH, fetch_logs_body(job_id, query), job_id=job_id)
         return from_fetch_logs(job_id, payload, query)
 
     def log_pages(self, job_id: str, *, page_lines: int = LOG_PAGE_LINES) -> Iterator[LogPage]:
@@ -368,19 +342,7 @@ class FrayClient:
             if not finished and self._finished(job_id):
                 grace = LOG_SERVICE_DRAIN_GRACE if self._log_service else LOG_DRAIN_GRACE
                 finished, delay = True, max(delay, grace)
-            _sleep_until(delay, deadline, f"job {job_id} still running after {timeout} s of logs")
-
-    def changes(self, after: int, epoch: str, *, wait: float) -> Changes:
-        """Block until a job changed after revision ``after`` of ``epoch`` (or ``wait`` seconds
-        passed) on the embedded controller's change feed. ``FrayError`` with code
-        ``unimplemented`` where there is none: a real Iris controller, or a gRPC URL."""
-        if not isinstance(self._transport, ConnectTransport):
-            raise FrayError("the change feed is served over Connect only", url=self.url,
-                            method="WaitForChanges", code="unimplemented")
-        body = {"after": after, "epoch": epoch, "timeoutMs": int(wait * 1000)}
-        answer = self._transport.call_json(CHANGE_FEED_PATH, body, wait + self.timeout)
-        return Changes(str(answer.get("epoch", "")), int(answer.get("revision", 0)),
-                       tuple(answer.get("jobIds", ())), bool(answer.get("reset", False)))
+            sleep_until(delay, deadline, f"job {job_id} still running after {timeout} s of logs")
 
     def terminate(self, job_id: str) -> None:
         """Stop the job and every task of it (the job ends KILLED); a finished job is left as is."""
@@ -393,7 +355,7 @@ class FrayClient:
         deadline = None if timeout is None else time.monotonic() + timeout
         delays = backoff()
         while not self._finished(job_id):
-            _sleep_until(next(delays), deadline, f"job {job_id} not finished after {timeout} s")
+            sleep_until(next(delays), deadline, f"job {job_id} not finished after {timeout} s")
         return self.status(job_id)
 
     def list(self, *, user: str | None = "", scope: str = "roots", parent: str = "", prefix: str = "",
@@ -412,30 +374,12 @@ class FrayClient:
         ``total`` (matches before paging) and ``has_more``. A row's ``parent_job_id`` is the
         controller's, and where it leaves it empty (an Iris listing does) the ``parent`` asked for,
         or in scope "all" the id's own parent (``iris.states.parent_job_id``; a root's is empty)."""
-        if sort not in SORT_FIELDS:
-            raise ValueError(f"sort {sort!r} must be one of {', '.join(SORT_FIELDS)}")
-        if scope not in SCOPES:
-            raise ValueError(f"scope {scope!r} must be one of {', '.join(SCOPES)}")
-        if (scope == "children") != bool(parent):
-            raise ValueError("scope 'children' needs parent=<job id>" if parent == "" else
-                             f"parent={parent!r} is only for scope 'children' (got scope {scope!r})")
-        if prefix and user:
-            raise ValueError(f"prefix={prefix!r} names its own jobs; give it without user={user!r}")
-        if scope == "children" and user:
-            raise ValueError(f"user={user!r} is for scopes 'roots' and 'all'; a parent's children are its own")
-        mine = user is not None and scope != "children"
-        direction = Controller.SORT_DIRECTION_DESC if descending else Controller.SORT_DIRECTION_ASC
-        query = Controller.JobQuery(
-            name_filter=name_filter, state_filter=state.lower().removeprefix("job_state_"),
-            sort_field=SORT_FIELDS[sort], sort_direction=direction, offset=offset, limit=limit,
-            scope=SCOPES[scope], parent_job_id=parent,
-            job_id_prefix=prefix or (f"/{resolve_user(user) if user else self.user}/" if mine else ""))
+        query = job_query(lambda: self.user, user=user, scope=scope, parent=parent, prefix=prefix,
+                          name_filter=name_filter, state=state, sort=sort, descending=descending,
+                          offset=offset, limit=limit)
         response = self._call("ListJobs", Controller.ListJobsRequest(query=query), Controller.ListJobsResponse,
                               job_id=parent or None)
-        for job in response.jobs:
-            if not job.parent_job_id and scope != "roots":
-                job.parent_job_id = parent or parent_job_id(job.job_id)
-        return JobPage(tuple(response.jobs), response.total_count, response.has_more)
+        return job_page(response, scope=scope, parent=parent)
 
     def children(self, job_id: str) -> tuple[JobStatus, ...]:
         """The job's direct children, oldest first: pages of 500 until the controller says there are
@@ -448,108 +392,41 @@ class FrayClient:
             if not page.has_more or not page.jobs or len(found) > MAX_LIST_JOBS_OFFSET:
                 return tuple(found)
 
-    def autoscaler_status(self) -> Controller.GetAutoscalerStatusResponse:
-        """The controller's scale groups and their slices (``GetAutoscalerStatus``)."""
-        return self._call("GetAutoscalerStatus", Controller.GetAutoscalerStatusRequest(),
-                          Controller.GetAutoscalerStatusResponse)
-
-    def cluster_profile(self) -> ClusterProfile | None:
-        """The cluster profile the controller reports (the embedded controller's own
-        ``GetClusterProfile``), or None where there is none: a real Iris, an older embedded
-        controller, a gRPC URL, or an answer that is not a profile."""
-        if not isinstance(self._transport, ConnectTransport):
-            return None
-        try:
-            answer = self._transport.call_json(CLUSTER_PROFILE_PATH, {}, self.timeout)
-            return profile_from_json(answer)
-        except (FrayError, ProfileError, ValueError, AttributeError):
-            return None
-
-    def workers(self) -> Controller.ListWorkersResponse:
-        """Every worker the controller knows, with its metadata and attributes (``ListWorkers``)."""
-        return self._call("ListWorkers", Controller.ListWorkersRequest(), Controller.ListWorkersResponse)
-
-    # -- the endpoint registry (Iris's EndpointService) ---------------------------------------------
-    def endpoints(self, prefix: str = "", *, exact: bool = False,
-                  task_ids: Iterable[str] = ()) -> tuple[Controller.Endpoint, ...]:
-        """Registered endpoints whose name starts with ``prefix`` (is ``prefix`` with ``exact``),
-        of the given tasks only when ``task_ids`` is not empty (``ListEndpoints``)."""
-        request = Controller.ListEndpointsRequest(prefix=prefix, exact=exact, task_ids=list(task_ids))
-        return tuple(self._call("ListEndpoints", request, Controller.ListEndpointsResponse,
-                                service=ENDPOINT_SERVICE).endpoints)
-
-    def register_endpoint(self, request: Controller.RegisterEndpointRequest) -> Controller.RegisterEndpointResponse:
-        """Register (or, with the same ``endpoint_id``, renew) a task's endpoint
-        (``RegisterEndpoint``; idempotent on the endpoint id, so it is retried)."""
-        return self._call("RegisterEndpoint", request, Controller.RegisterEndpointResponse,
-                          service=ENDPOINT_SERVICE, job_id=task_job(request.task_id) if request.task_id else None)
-
-    def unregister_endpoint(self, endpoint_id: str) -> None:
-        """Remove an endpoint (``UnregisterEndpoint``; an unknown id is no error)."""
-        self._call("UnregisterEndpoint", Controller.UnregisterEndpointRequest(endpoint_id=endpoint_id),
-                   job_pb2.Empty, service=ENDPOINT_SERVICE)
-
-    # -- users, budgets, the scheduler's queues -----------------------------------------------------
-    def users(self) -> tuple[Controller.UserSummary, ...]:
-        """Every user with work (or a budget) on the controller, the busiest first (``ListUsers``)."""
-        return tuple(self._call("ListUsers", Controller.ListUsersRequest(), Controller.ListUsersResponse).users)
-
-    def user_budget(self, user: str) -> Controller.GetUserBudgetResponse:
-        """One user's budget limit (0: unlimited), spend and max band (``GetUserBudget``)."""
-        request = Controller.GetUserBudgetRequest(user_id=user)
-        return self._call("GetUserBudget", request, Controller.GetUserBudgetResponse)
-
-    def user_budgets(self) -> tuple[Controller.GetUserBudgetResponse, ...]:
-        """Every user with their own budget row, with their spend (``ListUserBudgets``)."""
-        return tuple(self._call("ListUserBudgets", Controller.ListUserBudgetsRequest(),
-                                Controller.ListUserBudgetsResponse).users)
-
-    def set_user_budget(self, user: str, limit: int, max_band: int | str = "interactive") -> None:
-        """Set a user's budget limit (0: unlimited) and the highest band they may submit at (a band
-        name such as ``"production"`` or its number) (``SetUserBudget``; an admin's call on a real Iris)."""
-        request = Controller.SetUserBudgetRequest(user_id=user, budget_limit=limit, max_band=cast(job_pb2.PriorityBand, band_value(max_band)))
-        self._call("SetUserBudget", request, Controller.SetUserBudgetResponse)
-
-    def scheduler_state(self) -> Controller.GetSchedulerStateResponse:
-        """Pending and running tasks per band, user and job, and users' budget standing
-        (``GetSchedulerState``)."""
-        return self._call("GetSchedulerState", Controller.GetSchedulerStateRequest(),
-                          Controller.GetSchedulerStateResponse)
-
     # -- plumbing ------------------------------------------------------------------------------
     def _finished(self, job_id: str) -> bool:
         return is_job_finished(self.state([job_id])[job_id])
 
     def _call(self, method: str, request: Message, response_type: type[M], *, idempotent: bool = True,
-              job_id: str | None = None, service: str = SERVICE) -> M:
-        return self._retrying(lambda: self._transport.call(method, request, response_type, self.timeout, service),
-                              idempotent=idempotent, job_id=job_id)
+              job_id: str | None = None, service: str = SERVICE, timeout: float | None = None) -> M:
+        wait = timeout or self.timeout
+        return self._retrying(lambda: self._transport.call(method, request, response_type, wait, service),
+                              idempotent=idempotent, job_id=job_id, method=method)
 
-    def _log_transport(self) -> ConnectTransport:
-        """The transport that reaches the log service (the controller's, since it proxies it)."""
-        if not isinstance(self._transport, ConnectTransport):
-            raise TypeError("the log service is reached over Connect only")
-        return self._transport
+    def _json(self, path: str, body: dict[str, Any], *, idempotent: bool = True, job_id: str | None = None) -> Any:
+        """A Connect JSON call to ``path`` of the controller's host (callers check ``json_calls``), retried."""
+        return self._retrying(lambda: self._transport.call_json(path, body, self.timeout),
+                              idempotent=idempotent, job_id=job_id, method=path.rsplit("/", 1)[-1])
 
-    def _retrying(self, send: Callable[[], R], *, idempotent: bool, job_id: str | None) -> R:
-        deadline, delays = time.monotonic() + self.retry_for, backoff()
+    def _retrying(self, send: Callable[[], R], *, idempotent: bool, job_id: str | None, method: str) -> R:
+        """``send()`` under ``self.policy`` (``retry.send``); a named cluster that refuses the
+        credentials is re-resolved once and the call sent again; every error names ``job_id``."""
         reopened = False
-        while True:
+
+        def once() -> R:
+            nonlocal reopened
             try:
                 return send()
-            except AuthenticationFailed as error:
+            except AuthenticationFailed:
                 if self.cluster is None or reopened:
-                    error.job_id = error.job_id or job_id
                     raise
                 reopened = True
                 self._reopen(self._transport)
-                continue
-            except FrayError as error:
-                error.job_id = error.job_id or job_id
-                delay = next(delays)
-                if not (idempotent and error.retryable) or time.monotonic() + delay > deadline:
-                    raise
-            time.sleep(delay)
+                return send()
+        try:
+            return retry.send(once, self.policy, idempotent=idempotent, url=self.url, method=method)
+        except FrayError as error:
+            error.job_id = error.job_id or job_id
+            raise
 
     def _reopen(self, failed: Transport) -> None:
         """Re-resolve the named cluster and reconnect (once per failed transport, whichever thread
@@ -561,13 +438,3 @@ class FrayClient:
             self.cluster.reopen()
             self._transport = open_transport(self.cluster.url, headers=self.cluster.headers)
             failed.close()
-
-
-def _sleep_until(delay: float, deadline: float | None, message: str) -> None:
-    """Sleep ``delay`` seconds, or raise ``TimeoutError(message)`` if that passes ``deadline``."""
-    if deadline is not None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError(message)
-        delay = min(delay, remaining)
-    time.sleep(delay)

@@ -263,8 +263,9 @@ def list_clusters() -> list[ClusterEntry]:
     return entries
 
 
-def connect_cluster(name: str, *, timeout: float = 30.0, retry_for: float = 10.0) -> FrayClient:
-    """A ``FrayClient`` of cluster ``name``, owning its resolution (closed with the client)."""
+def connect_cluster(name: str, *, timeout: float = 30.0, retry_for: float | None = None) -> FrayClient:
+    """A ``FrayClient`` of cluster ``name``, owning its resolution (closed with the client); ``retry_for``
+    None: Iris's own retry budget (``client.retry.IRIS``)."""
     from fray_jupyter.client.client import FrayClient
 
     cluster = NamedCluster(name)

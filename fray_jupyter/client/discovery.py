@@ -60,10 +60,11 @@ _started: list[subprocess.Popen[bytes]] = []
 
 
 def connect(url: str | None = None, token: str | None = None, *, cluster: str | None = None,
-            start: bool = True, timeout: float = 30.0, retry_for: float = 10.0) -> FrayClient:
+            start: bool = True, timeout: float = 30.0, retry_for: float | None = None) -> FrayClient:
     """A ``FrayClient`` for the controller chosen by the module's rule (see its docstring), or for
     a named Marin cluster: ``cluster``, else (no URL given) ``$FRAY_CLUSTER`` / ``$MARIN_CLUSTER``
-    (``client.clusters.chosen_cluster``; the client owns that resolution)."""
+    (``client.clusters.chosen_cluster``; the client owns that resolution). ``retry_for`` None: the
+    retry budget ``client.retry`` gives that controller."""
     from fray_jupyter.client.client import FrayClient  # here: resolving needs no transport (see magics)
     from fray_jupyter.client.clusters import chosen_cluster, connect_cluster
 

@@ -8,12 +8,13 @@ rebuilt anywhere from the id alone. A live panel for it is ``JobStatusPanel.of(h
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from fray_jupyter.client import results
 from fray_jupyter.client.client import FrayClient
+from fray_jupyter.client.inspection import ExecResult, Profile, task_target
 from fray_jupyter.client.logs import log_line
 from fray_jupyter.client.results import TaskOutputs
 from fray_jupyter.iris.proto import job_pb2
@@ -90,6 +91,20 @@ class JobHandle:
     def output_files(self) -> list[TaskOutputs]:
         """What each task's current attempt wrote (names, sizes, the archive's URI), by task index."""
         return [results.task_outputs(task) for task in self.tasks()]
+
+    def profile(self, task: int | str = 0, kind: str = "cpu", seconds: int = 10, fmt: str | None = None,
+                **options: Any) -> Profile:
+        """A ``kind`` profile (``cpu``, ``memory`` or ``threads``) of one task (an index, or
+        ``"0:1"`` for an attempt) over ``seconds`` (``client.inspection``'s rules)."""
+        return self.client.profile(task_target(self.job_id, task), kind, seconds, fmt, **options)
+
+    def threads(self, task: int | str = 0, *, locals: bool = False, native: bool = False) -> str:
+        """A thread dump of one task (py-spy dump): every thread's stack, as text."""
+        return self.profile(task, "threads", locals=locals, native=native).text()
+
+    def exec(self, argv: Sequence[str], task: int | str = 0, *, timeout: int = 60) -> ExecResult:
+        """Run ``argv`` in one running task, in its working directory with its environment."""
+        return self.client.exec(task_target(self.job_id, task), argv, timeout=timeout)
 
     def cancel(self) -> None:
         """Terminate the job: its unfinished tasks end KILLED, and so does every job below it."""

@@ -9,6 +9,14 @@ into a one-line ``FrayError`` (``errors.error_for``). Neither retries; the clien
 Both mark "cannot connect" retryable only once the controller has answered on this transport: a URL
 that never answered fails at once, a controller that answered before is restarting.
 
+Capabilities: a transport says what it can do as data, so no caller asks what class it is: its
+``kind`` (``"connect"``, ``"grpc"``), whether the controller is on this machine (``local``: a
+loopback host; the client's retry budget follows it), and whether it reaches other paths of the
+controller's host with Connect's JSON codec (``json_calls``: the log and stats services a controller
+proxies, the embedded controller's change feed and cluster profile, and a launch whose fields only
+JSON carries safely). ``call_json`` on a transport without ``json_calls`` is an ``unimplemented``
+``FrayError``.
+
 Headers: besides the static token, a transport may be given a header provider (``HeaderSource``),
 called once per call; it attaches exactly what the provider returns (a named cluster's current
 IAP edge token and bearer, see ``client.clusters``) and lets the provider's own ``FrayError``
@@ -44,7 +52,14 @@ from google.protobuf.message import Message
 from fray_jupyter.client.at_exit import close_at_exit
 from fray_jupyter.client.errors import ControllerUnreachable, FrayError, RpcFailed, error_for
 from fray_jupyter.iris.proto.controller_pb2_grpc import ControllerServiceStub, EndpointServiceStub
-from fray_jupyter.iris.wire import CONTROLLER_SERVICE, ENDPOINT_SERVICE
+from fray_jupyter.iris.wire import (
+    CONNECT_PROTOCOL_HEADER,
+    CONTROLLER_SERVICE,
+    ENDPOINT_SERVICE,
+    JSON_CONTENT_TYPE,
+    PROTO_CONTENT_TYPE,
+    method_path,
+)
 
 M = TypeVar("M", bound=Message)
 
@@ -79,13 +94,33 @@ QUICKACK: Final[int | None] = getattr(socket, "TCP_QUICKACK", None)
 
 
 class Transport(Protocol):
-    """Sends one unary ``ControllerService`` (or ``EndpointService``) RPC; raises ``FrayError`` on any failure."""
+    """Sends one unary ``ControllerService`` (or ``EndpointService``) RPC; raises ``FrayError`` on any
+    failure; says what else it can do (the module's Capabilities rule)."""
 
     url: str
+
+    @property
+    def kind(self) -> str:
+        """Which protocol it speaks: ``"connect"`` or ``"grpc"``."""
+        ...
+
+    @property
+    def local(self) -> bool:
+        """Whether the controller is on this machine (a loopback host)."""
+        ...
+
+    @property
+    def json_calls(self) -> bool:
+        """Whether ``call_json`` reaches other paths of the controller's host."""
+        ...
 
     def call(self, method: str, request: Message, response_type: type[M], timeout: float,
              service: str = SERVICE) -> M:
         """Send ``request`` to RPC ``method`` (e.g. ``"GetJobStatus"``) of ``service`` and return the response."""
+        ...
+
+    def call_json(self, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send ``body`` as JSON to ``path`` of the controller's host (only with ``json_calls``)."""
         ...
 
     def close(self) -> None:
@@ -206,13 +241,17 @@ class ConnectTransport:
     URL never goes through a proxy; any other URL takes proxy and CA settings from the
     environment, as httpx does by default (a proxied connection is httpx's own)."""
 
+    kind: Final[str] = "connect"
+    json_calls: Final[bool] = True
+
     def __init__(self, url: str, token: str | None = None, *, headers: HeaderSource | None = None) -> None:
         self.url = url.rstrip("/")
-        fixed = {"connect-protocol-version": "1"}
+        fixed = dict(CONNECT_PROTOCOL_HEADER)
         if token:
             fixed["authorization"] = f"Bearer {token}"
         self._headers = headers
-        trust_env = not _is_loopback(urlsplit(self.url).hostname or "")
+        self.local = _is_loopback(urlsplit(self.url).hostname or "")
+        trust_env = not self.local
         self._http = httpx.Client(headers=fixed, transport=prompt_transport(trust_env=trust_env),
                                   trust_env=trust_env)
         self._answered = False  # a controller answered here before: a refused connection is a restart
@@ -220,14 +259,14 @@ class ConnectTransport:
 
     def call(self, method: str, request: Message, response_type: type[M], timeout: float,
              service: str = SERVICE) -> M:
-        body = self._post(f"/{service}/{method}", request.SerializeToString(), "application/proto",
+        body = self._post(method_path(service, method), request.SerializeToString(), PROTO_CONTENT_TYPE,
                           method, timeout)
         return response_type.FromString(body)
 
     def call_json(self, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Connect call with the JSON codec to any ``path`` on the same host (e.g. the log service
         that a real Iris controller proxies, whose messages fray-jupyter has no generated code for)."""
-        content = self._post(path, json.dumps(body).encode(), "application/json",
+        content = self._post(path, json.dumps(body).encode(), JSON_CONTENT_TYPE,
                              path.rsplit("/", 1)[-1], timeout)
         return cast(dict[str, Any], json.loads(content))
 
@@ -264,13 +303,16 @@ class GrpcTransport:
     URL never goes through a proxy (grpcio otherwise honours ``http_proxy`` / ``grpc_proxy`` even for
     127.0.0.1, and the call fails as "connection refused"), as the Connect transport's."""
 
+    kind: Final[str] = "grpc"
+    json_calls: Final[bool] = False
+
     def __init__(self, url: str, token: str | None = None, *, headers: HeaderSource | None = None) -> None:
         self.url = url.rstrip("/")
         target = urlsplit(self.url).netloc
         if not target:
             raise ValueError(f"gRPC URL {url!r} must look like grpc://host:port")
-        loopback = _is_loopback(urlsplit(self.url).hostname or "")
-        options = [*GRPC_OPTIONS, *((("grpc.enable_http_proxy", 0),) if loopback else ())]
+        self.local = _is_loopback(urlsplit(self.url).hostname or "")
+        options = [*GRPC_OPTIONS, *((("grpc.enable_http_proxy", 0),) if self.local else ())]
         self._target = target
         self._channel = grpc.insecure_channel(target, options=options)
         self._stubs: dict[str, Any] = {
@@ -295,6 +337,11 @@ class GrpcTransport:
             status = cast(grpc.Call, exc)
             raise _grpc_error(status, url=self.url, method=method) from None
         return cast(M, response)
+
+    def call_json(self, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Refused: gRPC reaches the controller's services only (``json_calls`` is False)."""
+        raise FrayError(f"{path} is served over Connect only (an http:// or https:// controller URL)",
+                        url=self.url, method=path.rsplit("/", 1)[-1], code="unimplemented")
 
     def close(self) -> None:
         self._channel.close()

@@ -12,6 +12,9 @@ Rules:
   milliseconds whatever the column's unit (rounded down). The input is never trusted: bytes that are
   not a valid stream (every batch is validated in full) or a stream of more than ``MAX_ROWS`` rows
   is one ``ValueError`` naming what is wrong.
+* ``query_rows`` reads the rows of finelog's ``QueryResponse`` as Connect's JSON carries it
+  (``arrowIpc`` base64, ``rowCount``): an answer of no rows (``rowCount`` 0, which JSON leaves out) is
+  read without decoding its table, so pyarrow is not imported for it.
 * ``write`` makes one schema and one record batch from columns whose type is any name
   ``pyarrow.type_for_alias`` knows (``"string"``, ``"int64"``, ``"float64"``, ``"binary"``,
   ``"null"`` …; a timestamp's values are integers in its unit), every column nullable; a value that
@@ -20,7 +23,8 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -81,6 +85,14 @@ def read(stream: bytes) -> list[Column]:
     except (pa.ArrowException, OSError) as error:  # pyarrow reports some malformed streams as OSError
         raise ValueError(f"malformed Arrow IPC stream: {_one_line(error)}") from None
     return [Column(field.name, str(field.type), _values(pa, table.column(i))) for i, field in enumerate(table.schema)]
+
+
+def query_rows(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a Connect JSON ``QueryResponse`` (module rules); ``ValueError`` when it is not an
+    Arrow table."""
+    if not int(answer.get("rowCount") or 0):
+        return []
+    return rows(read(base64.b64decode(str(answer.get("arrowIpc", "")), validate=True)))
 
 
 def write(columns: Sequence[Column]) -> bytes:

@@ -4,10 +4,14 @@ server's endpoint and the status-text namespace (Iris 0.2.227 and finelog's name
 Rules:
 
 * An RPC's path is ``/<service>/<method>`` (``method_path``), the same for Connect (the URL path)
-  and gRPC (the method path).
-* A real Iris controller proxies the finelog server it runs beside under
-  ``/proxy/<endpoint name>/…`` (``proxied``), the endpoint name being the registry entry
-  ``/system/log-server`` without its first ``/`` and with ``/`` as ``.``: ``system.log-server``.
+  and gRPC (the method path). Iris's actors answer ``ACTOR_SERVICE`` the same way.
+* Connect's error codes (``CONNECT_CODES``) and the HTTP status each is sent with
+  (``CONNECT_HTTP_STATUS``), as the Connect protocol spec names them; a request says
+  ``CONNECT_PROTOCOL_HEADER`` and its codec by content type (``PROTO_CONTENT_TYPE``, ``JSON_CONTENT_TYPE``).
+* A controller relays calls to a registered endpoint under ``/proxy/<proxy name>/…`` (``proxied``),
+  the proxy name being the endpoint's name without its first ``/`` and with ``/`` as ``.``
+  (``proxy_name``; Iris's ``ProxyResolver``). A real Iris controller so proxies the finelog server it
+  runs beside, the registry entry ``/system/log-server``: ``system.log-server``.
   Tasks find it by looking up ``LOG_SERVER_ENDPOINT``; clients read logs (``FETCH_LOGS_PATH``) and
   status text (``STATS_QUERY_PATH``) through it; tasks post telemetry batches there too
   (``TELEMETRY_PATH``, JSON, not an RPC).
@@ -22,11 +26,32 @@ from typing import Final
 
 CONTROLLER_SERVICE: Final[str] = "iris.cluster.ControllerService"
 ENDPOINT_SERVICE: Final[str] = "iris.cluster.EndpointService"
+ACTOR_SERVICE: Final[str] = "iris.actor.ActorService"
 LOG_SERVICE: Final[str] = "finelog.logging.LogService"
 STATS_SERVICE: Final[str] = "finelog.stats.StatsService"
 
+PROTO_CONTENT_TYPE: Final[str] = "application/proto"
+JSON_CONTENT_TYPE: Final[str] = "application/json"
+CONNECT_PROTOCOL_HEADER: Final[dict[str, str]] = {"connect-protocol-version": "1"}
+CONNECT_CODES: Final[frozenset[str]] = frozenset({
+    "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists",
+    "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range",
+    "unimplemented", "internal", "unavailable", "data_loss", "unauthenticated"})
+"""Connect's error code names."""
+CONNECT_HTTP_STATUS: Final[dict[str, int]] = {
+    "invalid_argument": 400, "unauthenticated": 401, "permission_denied": 403, "not_found": 404,
+    "unimplemented": 404, "resource_exhausted": 429, "internal": 500, "unavailable": 503, "unknown": 500}
+"""The HTTP status a Connect error is sent with, by code (Connect protocol spec)."""
+
+
+def proxy_name(endpoint: str) -> str:
+    """The name a controller relays the endpoint ``endpoint`` under: without its leading ``/``,
+    every ``/`` as ``.`` (``/system/log-server`` → ``system.log-server``)."""
+    return endpoint.lstrip("/").replace("/", ".")
+
+
 LOG_SERVER_ENDPOINT: Final[str] = "/system/log-server"
-LOG_SERVER_PROXY: Final[str] = LOG_SERVER_ENDPOINT.removeprefix("/").replace("/", ".")
+LOG_SERVER_PROXY: Final[str] = proxy_name(LOG_SERVER_ENDPOINT)
 """The name a real Iris controller proxies finelog under (``/proxy/<name>/...``)."""
 LOG_SERVER_PROXY_PATH: Final[str] = f"/proxy/{LOG_SERVER_PROXY}"
 STATUS_TEXT_NAMESPACE: Final[str] = "iris.task_status"
