@@ -45,6 +45,7 @@ BUDGET: Final[dict[str, frozenset[str]]] = {
     "fray_jupyter.views.snippets": MODELS,
     "fray_jupyter.client": frozenset(),
     "fray_jupyter.client.client": NETWORK,
+    "fray_jupyter.client.cluster_verbs": NETWORK,  # a base of client.client
     "fray_jupyter.client.transport": NETWORK,
     "fray_jupyter.client.handle": NETWORK,
     "fray_jupyter.controller": frozenset(),

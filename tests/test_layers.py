@@ -14,8 +14,9 @@ from typing import Final
 
 from tests.import_graph import PACKAGE, imports, modules
 
-BASE: Final = frozenset({"lazy", "runtime_file", "file_lock"})
-"""Helpers every layer may use (lazy exports, the controller's runtime file format, file locks)."""
+BASE: Final = frozenset({"lazy", "runtime_file", "file_lock", "vocabulary"})
+"""Helpers every layer may use (lazy exports, the controller's runtime file format, file locks, the one display
+vocabulary)."""
 ALLOWED: Final[dict[str, frozenset[str]]] = {
     "resources": frozenset(),
     "cluster": frozenset(),

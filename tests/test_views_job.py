@@ -6,7 +6,6 @@ status text a task reported with its W&B link alive — all inert for hostile te
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,9 +19,7 @@ from tests.controller_harness import (
     TERMINAL,
     ControllerProcess,
     launch_request,
-    start_controller,
     status_text_rows,
-    stop_quietly,
 )
 
 J = job_pb2
@@ -30,15 +27,6 @@ XSS = "<img src=x onerror=alert(1)>"
 FAILING = ("printf 'Traceback (most recent call last):\\n  File \"train.py\", line 9, in <module>\\n' >&2; "
            f"echo 'ValueError: {XSS}' >&2; exit 1")
 DETAIL = "**step 3/10**\n\n- **loss**: 2.31\n\n[W&B run](https://wandb.ai/team/run-1) <script>x()</script>"
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    process = start_controller(tmp_path_factory.mktemp("views-job") / "state")
-    try:
-        yield process
-    finally:
-        stop_quietly(process)
 
 
 def _report(controller: ControllerProcess, task_id: str, detail: str) -> None:
@@ -86,7 +74,7 @@ def test_each_retry_is_an_attempt_counted_against_the_limits(failed: Diagnosis) 
     assert failed.limits[:2] == (1, 1)
     html = view.attempts_html(task, failed.limits)
     assert len(re.findall(r'<tr class="fray-attempt"><td>\d</td>', html)) == 2
-    assert html.count("FAILED") == 2 and html.count("exit code 1") == 2
+    assert html.count("FAILED") == 2 and html.count("Exit code: 1.") == 2
     assert "2 failures (max_retries_failure 1), 0 preemptions" in html
     assert view.job_retries_text(failed.status, failed.limits) == (
         "2 failed attempts (max_task_failures 1), 0 preemptions")

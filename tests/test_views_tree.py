@@ -45,7 +45,7 @@ def test_rows_are_indented_labelled_by_leaf_and_show_state_tasks_and_bar() -> No
 def test_the_task_bar_gives_each_state_its_share_in_a_fixed_order() -> None:
     bar = task_bar_html({"running": 3, "succeeded": 1, "pending": 0}, 4)
     assert re.findall(r'fray-bar-(\w+)" style="width:([\d.]+)%', bar) == [("succeeded", "25.00"), ("running", "75.00")]
-    assert 'title="succeeded 1, running 3"' in bar
+    assert 'title="1 succeeded, 3 running"' in bar
     assert 'title="no tasks yet"' in task_bar_html({}, 0)
 
 

@@ -1,7 +1,8 @@
 """The status panel's log box (``widgets.logbox``) against the real controller: a researcher's job
 (colours, a 1,000-step tqdm bar, a W&B link, a traceback) reads as a terminal shows it, the filter
 runs on the controller, pausing freezes it, "Jump to traceback" finds the exception line, and the
-full log is saved whole."""
+full log is saved whole; and a log whose newest page collapses into a few lines (issue 35) is read
+back past it, so its first lines show above the tail."""
 
 from __future__ import annotations
 
@@ -11,14 +12,25 @@ from pathlib import Path
 import pytest
 
 from fray_jupyter.client import FrayClient
-from fray_jupyter.widgets.logbox import LogBox
+from fray_jupyter.views.logtail import collapse
+from fray_jupyter.widgets.logbox import TAIL_ROWS, LogBox
 from tests.controller_harness import start_controller, stop_quietly
-from tests.logjobs import EXCEPTION_LINE, WANDB, many_lines_script, python_job, researcher_script
+from tests.logjobs import (
+    EXCEPTION_LINE,
+    WANDB,
+    collapsing_script,
+    many_lines_script,
+    python_job,
+    researcher_script,
+)
+
+TASKS = 4
+COLOURED_HTML = '<span class="fray-ansi-fg-2 fray-ansi-bold">green bold</span>'
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
-    controller = start_controller(tmp_path_factory.mktemp("logbox") / "state", "--slots", "4")
+    controller = start_controller(tmp_path_factory.mktemp("logbox") / "state", "--slots", str(TASKS))
     try:
         with FrayClient(controller.info.url, controller.info.token) as opened:
             yield opened
@@ -97,3 +109,37 @@ def test_the_full_log_is_saved_whole_page_by_page(client: FrayClient, tmp_path: 
     assert path.read_text().splitlines() == [f"[0] line {i} of {count}" for i in range(1, count + 1)]
     assert not list(tmp_path.glob("*.part"))
 
+
+@pytest.fixture(scope="module")
+def collapsing_job(client: FrayClient) -> str:
+    job_id = client.submit(python_job("collapsing", collapsing_script(), replicas=TASKS))
+    client.wait(job_id, timeout=120)
+    return job_id
+
+
+def test_the_tail_page_alone_collapses_into_a_few_lines_without_the_first_ones(client: FrayClient,
+                                                                                 collapsing_job: str) -> None:
+    """The case itself: the newest page is full, shows far fewer lines than the box holds, and
+    none of them is the first line."""
+    tail = client.logs(collapsing_job, tail=True, max_lines=TAIL_ROWS).entries
+    lines = collapse(tail)
+    assert len(tail) == TAIL_ROWS and len(lines) < 40
+    assert not any("green bold" in line.text for line in lines)
+
+
+def test_the_box_reads_back_to_the_first_lines_and_keeps_the_tail(client: FrayClient, collapsing_job: str) -> None:
+    box = LogBox(client, collapsing_job, max_rows=200)
+    assert box.fetch() > TAIL_ROWS  # earlier pages were read
+    html = box.view.value
+    assert html.count(COLOURED_HTML) == TASKS
+    assert html.count(f'<a href="{WANDB}" target="_blank" rel="noopener noreferrer">{WANDB}</a>') == TASKS
+    lines = box.lines()
+    assert lines[0].endswith("green bold then orange, run at " + WANDB)
+    assert sum(line.endswith(EXCEPTION_LINE) for line in lines) == TASKS  # the tail is still there
+    assert len(lines) < 200  # every row of the log is held: the first line is the log's first
+
+
+def test_a_box_filled_by_its_tail_reads_no_earlier_page(client: FrayClient, collapsing_job: str) -> None:
+    box = LogBox(client, collapsing_job, max_rows=5)
+    assert box.fetch() == TAIL_ROWS
+    assert COLOURED_HTML not in box.view.value

@@ -28,7 +28,7 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.views.snippets import magic_line, python_snippet
 from fray_jupyter.widgets import ResourcePicker
 from fray_jupyter.widgets import picker as picker_module
-from tests.test_views_snippets import CORPUS, NAMESPACE
+from tests.resource_corpus import CORPUS, NAMESPACE
 
 NO_FLAG = {"container_profile", "device"}
 NOTEBOOK = Path(__file__).parent.parent / "examples" / "resource_picker.ipynb"

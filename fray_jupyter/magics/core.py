@@ -22,6 +22,7 @@ from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.magics import settings
 from fray_jupyter.magics.errors import controller_errors
 from fray_jupyter.magics.fitting import check_before_submit
+from fray_jupyter.magics.inspect_flags import INSPECT_COMMANDS
 from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER, usage
 from fray_jupyter.magics.session_flags import SESSION_COMMANDS
 from fray_jupyter.views.words import state_word
@@ -147,10 +148,10 @@ class FrayMagics(Magics):
 
             return session.cell(args, cell)
         named = args.cluster or (None if args.controller else settings.cluster(self))
-        # a real Iris gets what `iris job run` sends: the current directory, Iris's setup, its revision date
+        # every controller gets the current directory, as `iris job run` sends it; a real Iris also
+        # gets Iris's setup and its revision date
         prepared = cell_plan(args, cell, self.namespace, user=self.user or None,
-                             parity=parity_for(named),
-                             default_workspace=None if named is None else os.getcwd())
+                             parity=parity_for(named), default_workspace=os.getcwd())
         if args.dry_run:
             self._show_plan(prepared, args.output, args.controller, args.cluster)
             return None
@@ -214,9 +215,17 @@ class FrayMagics(Magics):
     @_magic(line_magic, "fray")
     def fray_line(self, line: str) -> JobStatusPanel | None:
         if not line.strip():
-            raise usage("give a command: jobs, status ID, logs ID [--follow], actors [ID], cancel ID, config [KEY [VALUE]], "
-                        "session start|stop|restart|interrupt|status NAME, push NAME VAR…, pull NAME VAR… "
+            raise usage("give a command: jobs, status ID [--request], logs ID [--follow], actors [ID], cancel ID, "
+                        "resubmit ID [--name NAME], config [KEY [VALUE]], "
+                        "session start|stop|restart|interrupt|status|sync NAME, session pip NAME ARGS…, "
+                        "push NAME VAR…, pull NAME VAR…, "
+                        "profile JOB[/I] [--cpu|--memory|--threads], exec JOB/I -- CMD "
                         "(%%fray, with two %, submits a cell)", LINE)
+        if line.split()[:2] == ["session", "pip"]:  # pip's own flags follow: not parsed as ours
+            from fray_jupyter.magics import session
+
+            session.pip_line(self, line.split(None, 2)[2] if len(line.split()) > 2 else "")
+            return None
         args = LINE_PARSER.parse_line(line)
         if args.command == "config":
             self._config(args.key, args.value)
@@ -225,6 +234,11 @@ class FrayMagics(Magics):
             from fray_jupyter.magics import session
 
             session.line(self, args)
+            return None
+        if args.command in INSPECT_COMMANDS:
+            from fray_jupyter.magics import inspect
+
+            inspect.line(self, args)
             return None
         from fray_jupyter.magics.submission import check_url
 
@@ -269,12 +283,19 @@ class FrayMagics(Magics):
         display({"text/html": jobs_html(page.jobs, listing, notes=notes),  # type: ignore[no-untyped-call]
                  "text/plain": jobs_text(page.jobs, listing, notes=notes)}, raw=True)
 
-    def _status(self, args: Any) -> JobStatusPanel:
+    def _status(self, args: Any) -> JobStatusPanel | None:
+        """``%fray status ID``: the live panel; with ``--request``, the request as sent (``views.request``)."""
         from fray_jupyter.magics.waiting import panel
 
         job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)
         with controller_errors(f"looking up {job_id}"):
-            client.status(job_id)  # fail the cell now for an unknown id, not inside the panel
+            answer = client.job(job_id)  # fail the cell now for an unknown id, not inside the panel
+        if args.request:
+            from fray_jupyter.views.request import request_html, request_text
+
+            display({"text/html": request_html(answer.request, open_=True),  # type: ignore[no-untyped-call]
+                     "text/plain": "\n".join(request_text(answer.request))}, raw=True)
+            return None
         return panel(client, job_id)
 
     def _logs(self, args: Any) -> None:
@@ -318,6 +339,18 @@ class FrayMagics(Magics):
                 return
             client.terminate(job_id)
         print(f"cancelled {job_id} (was {state_word(job_state_name(before.state)).upper()})")
+
+    def _resubmit(self, args: Any) -> JobStatusPanel:
+        """``%fray resubmit ID [--name NAME]``: the job's request sent again under a fresh name
+        (``client.resubmit``); prints the new job and shows its panel, as ``%%fray`` does."""
+        from fray_jupyter.client.resubmit import resubmit
+        from fray_jupyter.magics.waiting import panel
+
+        job_id, client = self.job_id(args.job), self.client(args.controller, args.cluster)
+        with controller_errors(f"resubmitting {job_id}"):
+            new_id = resubmit(client, job_id, args.name)
+        print(f"resubmitted {job_id} as {new_id}")
+        return panel(client, new_id)
 
     def _config(self, key: str | None, value: str | None) -> None:
         keys = settings.setting_keys(self)

@@ -16,7 +16,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from fray_jupyter.flags import add_connection_arguments, add_fit_arguments, add_job_arguments
+from fray_jupyter.magics.inspect_flags import add_inspect_commands
 from fray_jupyter.magics.session_flags import add_session_cell_arguments, add_session_commands
+from fray_jupyter.magics.workspace_flags import add_workspace_arguments
 
 CELL: Final[str] = "%%fray"
 
@@ -24,10 +26,11 @@ CELL_DESCRIPTION: Final[str] = """\
 Run this cell's code as a Fray job on an Iris controller, and show its live status.
 
 The cell is shipped with the request as _fray_cell.py and run by each task's Python
-($IRIS_PYTHON): it does not see this kernel's variables, so import what it needs (--workspace DIR
-sends a directory of modules along; on a named cluster the current directory is sent by default,
-as `iris job run` does). The flags are those of `fray-jupyter plan`; --dry-run shows the Plan that
-would be sent, and what would be bundled, and sends nothing.
+($IRIS_PYTHON): it does not see this kernel's variables, so import what it needs. The current
+directory is sent along by default, on every controller, as `iris job run` does (--workspace DIR
+sends another, --no-workspace none, --include/--exclude change what is in it). The flags are
+those of `fray-jupyter plan`; --dry-run shows the Plan that would be sent, and what would be
+bundled, and sends nothing.
 
 Without --name the job is called cell-<hash of the cell and flags>: running the same cell again
 while its job still runs shows that job rather than starting a second one (Fray's adopt-existing
@@ -46,7 +49,9 @@ Examples:
   %%fray --resources picker --workspace . --dry-run
   %%fray --cluster marin --tpu v5p-8 --wait
 
-Other commands: %fray jobs | status ID | logs ID [--follow] [--children] | cancel ID | config [KEY [VALUE]]
+Other commands: %fray jobs | status ID [--request] | logs ID [--follow] [--children] | cancel ID
+  | resubmit ID [--name NAME] | config [KEY [VALUE]]
+  | profile JOB[/I] [--cpu|--memory|--threads] [--seconds N] | exec JOB/I -- CMD …
 """
 
 LINE_DESCRIPTION: Final[str] = """\
@@ -83,7 +88,14 @@ class FrayParser(MagicArgumentParser):
             argv = shlex.split(line)
         except ValueError as error:  # "No closing quotation"
             self.error(f"cannot split the line: {error}")
-        return self.parse_args(argv)
+        if "--" not in argv:
+            return self.parse_args(argv)
+        cut = argv.index("--")  # a lone -- ends the flags: the rest is the command (``%fray exec``'s argv)
+        args = self.parse_args(argv[:cut])
+        if not hasattr(args, "argv"):
+            self.error(f"unrecognized arguments: {' '.join(argv[cut:])}")
+        args.argv = [*args.argv, *argv[cut + 1:]]
+        return args
 
 
 def cell_parser() -> FrayParser:
@@ -94,13 +106,7 @@ def cell_parser() -> FrayParser:
     notebook.add_argument("--resources", metavar="VAR",
                           help="take the resources from a ResourceConfig (fray_jupyter's or Marin's) or a "
                                "ResourcePicker in the notebook; replaces the device, host and placement flags")
-    sent = notebook.add_mutually_exclusive_group()
-    sent.add_argument("--workspace", metavar="DIR",
-                      help="send DIR along as Iris does (a zip of its git-listed files, at most 25 MiB), "
-                           "unpacked into each task's work dir; on a named cluster the current directory is "
-                           "sent unless this or --no-workspace says otherwise, as `iris job run` does")
-    sent.add_argument("--no-workspace", action="store_true",
-                      help="send no workspace (on a named cluster: not the current directory)")
+    add_workspace_arguments(notebook)
     notebook.add_argument("-o", "--output", metavar="VAR",
                           help="store the job handle (or, with --dry-run, the Plan) in VAR")
     add_connection_arguments(parser)
@@ -133,6 +139,8 @@ def line_parser() -> FrayParser:
     jobs.add_argument("--offset", type=int, default=0, metavar="N", help="skip the N newest (the next page)")
     status = commands.add_parser("status", parents=[common], help="live status panel of a job")
     status.add_argument("job", metavar="ID")
+    status.add_argument("--request", action="store_true",
+                        help="show the request as sent (secrets redacted as Iris shows them), not the panel")
     logs = commands.add_parser("logs", parents=[common], help="print a job's logs")
     logs.add_argument("job", metavar="ID")
     logs.add_argument("--follow", action="store_true", help="keep printing new lines until the job ends")
@@ -144,7 +152,12 @@ def line_parser() -> FrayParser:
     actors.add_argument("job", nargs="?", default="", metavar="ID")
     cancel = commands.add_parser("cancel", parents=[common], help="terminate a job")
     cancel.add_argument("job", metavar="ID")
+    resubmit = commands.add_parser("resubmit", parents=[common],
+                                   help="send a job's request again under a fresh name (NAME-r2, …) and show its panel")
+    resubmit.add_argument("job", metavar="ID")
+    resubmit.add_argument("--name", default=None, metavar="NAME", help="the new job's name (default: NAME-r2, -r3, …)")
     add_session_commands(commands, common, add_job_arguments)
+    add_inspect_commands(commands, common)
     config = commands.add_parser("config", help="show the settings, or set one for this session")
     config.add_argument("key", nargs="?", metavar="KEY")
     config.add_argument("value", nargs="?", metavar="VALUE", help='new value ("" resets it)')

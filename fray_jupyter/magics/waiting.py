@@ -23,6 +23,7 @@ from IPython.display import display
 
 from fray_jupyter.magics.errors import JobFailed, controller_errors
 from fray_jupyter.views.words import state_word
+from fray_jupyter.vocabulary import fraction
 
 if TYPE_CHECKING:
     from fray_jupyter.client.client import FrayClient
@@ -66,5 +67,5 @@ def wait(handle: JobHandle) -> job_pb2.JobStatus:
     if status.state != job_pb2.JOB_STATE_SUCCEEDED:
         below = failed_lines(job_id, snapshot.failed)
         raise JobFailed(job_id, state, view.failure_summary(status, tasks, list(tail), below=below))
-    print(f"job {job_id} {state} ({view.elapsed(status)}, {status.completed_count}/{status.task_count} tasks)")
+    print(f"job {job_id} {state} ({view.elapsed(status)}, {fraction(status.completed_count, status.task_count, 'task')})")
     return status

@@ -36,7 +36,8 @@ PALETTE: Final[tuple[str, ...]] = (
 )
 """The 16 palette colours (black, red, green, yellow, blue, magenta, cyan, white, then their bright
 forms) as JupyterLab's own output area shows them (``@jupyterlab/rendermime`` ``base.css``); the
-sidebar's ``style/base.css`` holds the same (``tests/test_labextension.py`` checks it)."""
+sidebar uses JupyterLab's ``.ansi-*`` classes themselves (``labextension/src/jlansi.ts``;
+``tests/test_labextension.py`` checks they are these colours)."""
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,18 @@
-"""Small formatters every view shares: sizes, FLOP/s, cores, task index ranges, counts of things."""
+"""Small formatters every view shares: sizes, FLOP/s, cores, task index ranges, counts of things
+(sizes and counts as the display vocabulary, ``vocabulary``, says them)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-import humanfriendly
+from fray_jupyter.vocabulary import byte_size, counted
 
 _FLOPS_UNITS = ((1e18, "EFLOP/s"), (1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"))
 
 
 def size(num_bytes: int | None) -> str:
-    """Bytes in binary units ("224 GiB"); "—" when unknown."""
-    return "—" if num_bytes is None else humanfriendly.format_size(num_bytes, binary=True)
+    """Bytes in binary units ("224 GiB", ``vocabulary.byte_size``); "—" when unknown."""
+    return "—" if num_bytes is None else byte_size(num_bytes)
 
 
 def flops(value: float | None) -> str:
@@ -29,10 +30,7 @@ def cores(millicores: int) -> str:
     return f"{millicores / 1000:g}"
 
 
-def counted(number: int, noun: str) -> str:
-    """``number`` and ``noun``, the noun plural (an ``s`` added) unless ``number`` is 1: ``2 failures``,
-    ``1 preemption``, ``0 log lines``."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
+__all__ = ["cores", "counted", "flops", "index_ranges", "size"]
 
 
 def index_ranges(indices: Iterable[int]) -> str:

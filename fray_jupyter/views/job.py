@@ -25,28 +25,28 @@ from fray_jupyter.iris.states import (
     task_label,
     task_state_name,
 )
+from fray_jupyter.iris.usage import TaskUsage
 from fray_jupyter.views.ansi import line_html, palette_css
 from fray_jupyter.views.format import counted, size
 from fray_jupyter.views.statustext import status_html
-from fray_jupyter.views.words import state_word
+from fray_jupyter.views.usage import USAGE_HEADINGS, silence_words, usage_cells
+from fray_jupyter.vocabulary import (
+    OTHER_TONE,
+    STATES,
+    TONE_COLORS,
+    duration_ms,
+    fraction,
+    job_retries,
+    state_color,
+    state_word,
+    task_retries,
+)
 
 J = job_pb2
 
-BADGE_COLORS: Final[dict[str, str]] = {
-    "pending": "var(--jp-warn-color1,#b26a00)",
-    "building": "var(--jp-brand-color1,#1976d2)",
-    "running": "var(--jp-brand-color1,#1976d2)",
-    "assigned": "var(--jp-brand-color1,#1976d2)",
-    "succeeded": "var(--jp-success-color1,#2e7d32)",
-    "failed": "var(--jp-error-color1,#c62828)",
-    "worker_failed": "var(--jp-error-color1,#c62828)",
-    "unschedulable": "var(--jp-error-color1,#c62828)",
-    "cosched_failed": "var(--jp-error-color1,#c62828)",
-    "preempted": "var(--jp-warn-color1,#b26a00)",
-    "killed": "var(--jp-ui-font-color2,#616161)",
-}
-"""Badge colour by state name (job and task states share names); others are grey."""
-OTHER_COLOR: Final[str] = "var(--jp-ui-font-color2,#616161)"
+BADGE_COLORS: Final[dict[str, str]] = {name: state_color(name) for name in STATES}
+"""Badge colour by state name (the display vocabulary's, ``vocabulary``); others are neutral."""
+OTHER_COLOR: Final[str] = TONE_COLORS[OTHER_TONE]
 SUMMARY_LOG_LINES: Final[int] = 12
 MAX_CELL_CHARS: Final[int] = 160
 MAX_REASON_CHARS: Final[int] = 4000
@@ -93,19 +93,9 @@ STYLE: Final[str] = """<style>
 
 # -- small formats ---------------------------------------------------------------------------------
 def duration(seconds: float) -> str:
-    """``350 ms``, ``4.2 s`` (tenths cut, not rounded), ``1m 05s``, ``2h 03m``: from the whole
-    milliseconds, so the sidebar's ``formatDuration`` (``labextension/src/format.ts``) says the
-    same (``tests/test_labextension.py`` compares them on random durations)."""
-    ms = max(0, round(seconds * 1000))
-    if ms < 1000:
-        return f"{ms} ms"
-    if ms < 60_000:
-        return f"{ms // 1000}.{ms % 1000 // 100} s"
-    minutes, secs = divmod(ms // 1000, 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
+    """``350 ms``, ``4.2 s`` (tenths cut, not rounded), ``1m 05s``, ``2h 03m``: the display
+    vocabulary's duration (``vocabulary.duration_ms``) of ``seconds``."""
+    return duration_ms(seconds * 1000)
 
 
 def now_ms() -> int:
@@ -187,8 +177,7 @@ def retries_text(task: J.TaskStatus, limits: RetryLimits) -> str:
     """What a task's attempts charged against the job's limits: ``2 failures (max_retries_failure 1),
     0 preemptions (max_retries_preemption 100)``."""
     counts = attempt_counts(task.attempts)
-    return (f"{counted(counts.failures, 'failure')} (max_retries_failure {limits.max_retries_failure}), "
-            f"{counted(counts.preemptions, 'preemption')} (max_retries_preemption {limits.max_retries_preemption})")
+    return task_retries(counts.failures, counts.preemptions, limits.max_retries_failure, limits.max_retries_preemption)
 
 
 def attempts_html(task: J.TaskStatus, limits: RetryLimits) -> str:
@@ -212,50 +201,62 @@ def attempts_html(task: J.TaskStatus, limits: RetryLimits) -> str:
 def job_retries_text(status: J.JobStatus, limits: RetryLimits) -> str:
     """The job's failed attempts against ``max_task_failures`` and its preemptions: ``3 failed attempts
     (max_task_failures 2), 1 preemption``."""
-    failed, lost = status.failure_count, status.preemption_count
-    return (f"{counted(failed, 'failed attempt')} (max_task_failures {limits.max_task_failures}), "
-            f"{counted(lost, 'preemption')}")
+    return job_retries(status.failure_count, status.preemption_count, limits.max_task_failures)
 
 
-def status_text_html(task_id: str, detail_md: str) -> str:
+def status_text_html(task_id: str, detail_md: str, reported: str = "") -> str:
     """The status text a task reported (markdown: Levanter's step, loss, MFU, ETA, W&B link), inert,
-    with its links working (``views.statustext``); "" when it reported none."""
+    with its links working (``views.statustext``), and its age (``reported``: "reported 4 min ago");
+    "" when it reported none."""
     if not detail_md.strip():
         return ""
+    age = f' <span class="fray-dim fray-status-age">· {escape(reported)}</span>' if reported else ""
     return (f'<div class="fray-status fray-status-text"><span class="fray-dim">task '
-            f'{escape(task_label(task_id))}</span><div class="fray-status-body">{status_html(detail_md)}</div></div>')
+            f'{escape(task_label(task_id))}</span>{age}<div class="fray-status-body">{status_html(detail_md)}</div></div>')
 
 
 def diagnosis_html(status: J.JobStatus, tasks: Sequence[J.TaskStatus], limits: RetryLimits,
-                   root_causes: Mapping[str, Sequence[str]], status_texts: Mapping[str, str]) -> str:
+                   root_causes: Mapping[str, Sequence[str]], status_texts: Mapping[str, str],
+                   reported: Mapping[str, str] | None = None) -> str:
     """What explains a job beyond its states, in this order: its failed attempts and preemptions
     against its limits (once there are any), each failed task's likely root cause, the attempts of
-    each task that was retried (the first ``MAX_ATTEMPT_TASKS``), and each task's status text."""
+    each task that was retried (the first ``MAX_ATTEMPT_TASKS``), and each task's status text with
+    its age (``reported``: task id → "reported 4 min ago")."""
     parts = []
     if status.failure_count or status.preemption_count:
         parts.append(f'<div class="fray-status fray-retries">{escape(job_retries_text(status, limits))}</div>')
     parts += [root_cause_html(task_id, lines) for task_id, lines in root_causes.items()]
     retried = [task for task in tasks if len(task.attempts) > 1][:MAX_ATTEMPT_TASKS]
     parts += [attempts_html(task, limits) for task in retried]
-    parts += [status_text_html(task.task_id, status_texts.get(task.task_id, "")) for task in tasks]
+    ages = reported or {}
+    parts += [status_text_html(task.task_id, status_texts.get(task.task_id, ""), ages.get(task.task_id, ""))
+              for task in tasks]
     return "".join(parts)
 
 
-def tasks_html(tasks: Sequence[J.TaskStatus]) -> str:
-    """One row per task: index, state, attempt, exit code (once finished), worker, error or reason."""
+def tasks_html(tasks: Sequence[J.TaskStatus], usage: Mapping[str, TaskUsage] | None = None,
+               silent: Mapping[str, int] | None = None) -> str:
+    """One row per task: index, state, attempt, exit code (once finished), worker, with ``usage``
+    Iris's MEM / PEAK MEM / CPU columns and the memory bar (``views.usage``), then its error or
+    reason, else "no output for 12 min" for a task ``silent`` names (task id → quiet ms)."""
     if not tasks:
         return '<div class="fray-status fray-dim">no tasks yet</div>'
     rows = []
+    quiet = silent or {}
     for task in tasks:
         name = task_state_name(task.state)
         finished = task.HasField("finished_at") and task.finished_at.epoch_ms > 0
-        note = task.error or task.pending_reason
+        note = cut(task.error or task.pending_reason)
+        if not note and task.task_id in quiet:
+            note = silence_words(quiet[task.task_id])
+        cells = "".join(usage_cells(usage.get(task.task_id))) if usage is not None else ""
         rows.append(
             f'<tr class="fray-task"><td>{escape(task_label(task.task_id))}</td><td>{badge_html(name)}</td>'
             f"<td>{task.current_attempt_id}</td><td>{task.exit_code if finished else ''}</td>"
-            f"<td>{escape(task.worker_id)}</td><td class=\"fray-dim\">{escape(cut(note))}</td></tr>")
+            f"<td>{escape(task.worker_id)}</td>{cells}<td class=\"fray-dim fray-task-note\">{escape(note)}</td></tr>")
+    headings = "".join(f"<th>{escape(heading)}</th>" for heading in USAGE_HEADINGS) if usage is not None else ""
     return ('<table class="fray-status fray-tasks"><tr><th>task</th><th>state</th><th>attempt</th>'
-            f'<th>exit</th><th>worker</th><th></th></tr>{"".join(rows)}</table>')
+            f'<th>exit</th><th>worker</th>{headings}<th></th></tr>{"".join(rows)}</table>')
 
 
 def outputs_html(outputs: Sequence[Sequence[OutputFile]], error: str = "") -> str:
@@ -313,7 +314,7 @@ def failure_summary(status: J.JobStatus, tasks: Sequence[J.TaskStatus], lines: S
 def status_text(status: J.JobStatus, tasks: Sequence[J.TaskStatus], now: int | None = None) -> str:
     """A few lines for terminals: id, state, progress, elapsed, then one line per task."""
     head = (f"{status.job_id}  {state_word(job_state_name(status.state)).upper()}  "
-            f"{status.completed_count}/{status.task_count} tasks  {elapsed(status, now)}")
+            f"{fraction(status.completed_count, status.task_count, 'task')}  {elapsed(status, now)}")
     lines = [head]
     reason = status.pending_reason if status.state == J.JOB_STATE_PENDING else status.error
     if reason:

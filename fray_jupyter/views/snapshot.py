@@ -29,9 +29,12 @@ from fray_jupyter.iris.attempts import RetryLimits
 from fray_jupyter.iris.proto import job_pb2, logging_pb2
 from fray_jupyter.iris.states import job_state_name
 from fray_jupyter.iris.tree import FailedChild, JobTree
+from fray_jupyter.iris.usage import TaskUsage
 from fray_jupyter.views import job as view
 from fray_jupyter.views.logtail import ShownLine, log_tail_html
 from fray_jupyter.views.tree import failed_html, tree_html
+from fray_jupyter.views.usage import STYLE as USAGE_STYLE
+from fray_jupyter.views.usage import warnings_html
 
 SNAPSHOT_LOG_ROWS: Final[int] = 40
 """Log rows a snapshot keeps (the newest)."""
@@ -48,8 +51,10 @@ def snapshot_html(tree: JobTree, tasks: Sequence[job_pb2.TaskStatus], rows: Sequ
                   label: Callable[[logging_pb2.LogEntry], str], *, limits: RetryLimits | None = None,
                   root_causes: Mapping[str, Sequence[str]] | None = None,
                   status_texts: Mapping[str, str] | None = None, failed: Sequence[FailedChild] = (),
-                  taken_ms: int | None = None, beside_panel: bool = True) -> str:
-    """The snapshot of ``tree.root`` (see the module rules): its ``tasks``, the newest
+                  taken_ms: int | None = None, beside_panel: bool = True,
+                  usage: Mapping[str, TaskUsage] | None = None) -> str:
+    """The snapshot of ``tree.root`` (see the module rules): its ``tasks`` (with ``usage``, their
+    MEM / PEAK MEM / CPU and any peak over the request: ``views.usage``), the newest
     ``SNAPSHOT_LOG_ROWS`` of ``rows`` (lines as a reader sees them: ``views.logtail.collapse``; each
     labelled by ``label`` of the row that wrote it), and what explains it; ``beside_panel``: written beside a live panel
     (its caption says the panel replaces it), else alone (``%%fray --wait``'s result)."""
@@ -67,9 +72,10 @@ def snapshot_html(tree: JobTree, tasks: Sequence[job_pb2.TaskStatus], rows: Sequ
         failed_html(status.job_id, failed),
         view.diagnosis_html(status, tasks, limits, root_causes or {}, status_texts or {}) if limits else "",
         tree_html(tree, taken_ms),
-        view.tasks_html(tasks),
+        view.tasks_html(tasks, usage),
+        warnings_html(usage or {}, [task.task_id for task in tasks]),
         f'<div class="fray-log-box">{log_tail_html(rows[-SNAPSHOT_LOG_ROWS:], label)}</div>',
     ]
-    return (f'{view.STYLE}{SNAPSHOT_CSS}<div class="fray-snapshot" data-job-id="{escape(status.job_id, quote=True)}" '
+    return (f'{view.STYLE}{SNAPSHOT_CSS}{USAGE_STYLE if usage else ""}<div class="fray-snapshot" data-job-id="{escape(status.job_id, quote=True)}" '
             f'data-state="{escape(job_state_name(status.state))}" data-final="{str(final).lower()}">'
             f'{"".join(parts)}</div>')

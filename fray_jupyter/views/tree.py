@@ -24,13 +24,10 @@ from fray_jupyter.views.format import counted
 from fray_jupyter.views.job import BADGE_COLORS, OTHER_COLOR, badge_html, cut, elapsed
 from fray_jupyter.views.jobs import PARENT_MARK, reason
 from fray_jupyter.views.logtail import shown_text
-from fray_jupyter.views.words import state_word
+from fray_jupyter.vocabulary import bar_segments, fraction, state_word
 
 J = job_pb2
 
-BAR_ORDER: Final[tuple[str, ...]] = ("succeeded", "running", "building", "assigned", "pending", "preempted",
-                                     "worker_failed", "failed", "killed")
-"""The order of a task bar's segments (done, under way, waiting, lost); other states come last."""
 INDENT_EM: Final[float] = 1.2
 
 
@@ -47,13 +44,12 @@ def relative(root_id: str, job_id: str) -> str:
 def task_bar_html(counts: Mapping[str, int], total: int) -> str:
     """A compact bar of a job's tasks by state, each segment as wide as its share, coloured as the
     state's badge, named in the tooltip; an empty grey bar when there are no tasks yet."""
-    states = sorted(counts, key=lambda name: (BAR_ORDER.index(name) if name in BAR_ORDER else len(BAR_ORDER), name))
-    parts = [(name, counts[name]) for name in states if counts[name] > 0]
+    parts = bar_segments(counts, total)  # the vocabulary's order, the rest waiting
     whole = max(total, sum(count for _, count in parts), 1)
     segments = "".join(
         f'<span class="fray-bar-{escape(name)}" style="width:{100 * count / whole:.2f}%;'
         f'background:{BADGE_COLORS.get(name, OTHER_COLOR)}"></span>' for name, count in parts)
-    title = ", ".join(f"{name} {count}" for name, count in parts) or "no tasks yet"
+    title = ", ".join(f"{count} {state_word(name)}" for name, count in parts) or "no tasks yet"
     return f'<span class="fray-bar" title="{escape(title)}">{segments}</span>'
 
 
@@ -95,7 +91,7 @@ def tree_lines(tree: JobTree, now: int | None = None) -> list[str]:
     for depth, job in tree.walk():
         note = _note(job)
         lines.append(f"{'  ' * depth}{leaf(job.job_id)}{' ' + PARENT_MARK if job.has_children else ''}  "
-                     f"{state_word(job_state_name(job.state)).upper()}  {job.completed_count}/{job.task_count} tasks  "
+                     f"{state_word(job_state_name(job.state)).upper()}  {fraction(job.completed_count, job.task_count, 'task')}  "
                      f"{elapsed(job, now)}{'  ' + note if note else ''}")
         if more := tree.unlisted(job.job_id):
             lines.append(f"{'  ' * (depth + 1)}… {more} more not listed")

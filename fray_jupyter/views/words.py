@@ -1,25 +1,16 @@
 """The words a job's or task's state is shown with, everywhere: the status panel's badges, the
 snapshot, ``%fray jobs``, ``%fray status`` and the CLI (upper-cased there, as Iris prints states),
-and the sidebar's badges (``labextension/src/badges.ts``, checked against this table by
-``tests/test_labextension.py``).
-
-Rule: a state is named as Iris names it (its enum without the prefix, lower case), with ``_`` read
-as a space; ``unspecified`` reads ``unknown`` and ``cosched_failed`` ``gang failed`` (a task of its
-co-scheduled group failed). A name not in the table reads as itself, ``_`` as a space.
+and the sidebar's badges. They are the display vocabulary's (``vocabulary``), re-exported
+here for the surfaces that only name states.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-STATE_WORDS: Final[dict[str, str]] = {
-    "unspecified": "unknown", "pending": "pending", "assigned": "assigned", "building": "building",
-    "running": "running", "succeeded": "succeeded", "failed": "failed", "killed": "killed",
-    "worker_failed": "worker failed", "unschedulable": "unschedulable", "preempted": "preempted",
-    "cosched_failed": "gang failed", "missing": "missing",
-}
+from fray_jupyter.vocabulary import STATES, state_word
 
+STATE_WORDS: Final[dict[str, str]] = {name: state.word for name, state in STATES.items()}
+"""Each state's word (``vocabulary.STATES``)."""
 
-def state_word(name: str) -> str:
-    """The word for the state ``name`` (``job_state_name`` / ``task_state_name``; see the module rule)."""
-    return STATE_WORDS.get(name) or name.replace("_", " ") or "unknown"
+__all__ = ["STATE_WORDS", "state_word"]

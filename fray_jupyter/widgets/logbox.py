@@ -8,6 +8,12 @@ Rules:
   ``TAIL_ROWS`` rows (``tail``), later ones follow the cursor; both carry the filter.
 * The filter runs on the controller: ``substring`` and ``min_level`` (Iris's level names) are sent
   with every fetch; changing either starts the box again from the newest matching rows.
+* A first fetch whose lines do not fill the box (a tail of tqdm redraws collapses into a dozen
+  lines) reads the pages before it (``before``) until they show ``max_rows`` lines, the log's first
+  row is read, or ``BACKFILL_ROWS`` rows are held; it plays them all from the oldest, so the first
+  lines (a coloured line, a W&B link) are shown above the tail. The lines are counted each time the
+  rows held have doubled (reading on costs a request, counting a replay). A controller that cannot
+  read below a cursor (gRPC) shows the tail alone.
 * The box reads ``job_id``'s own rows, or with ``include_children`` its whole tree's (a row of a job
   below it labelled by its path from it, ``[step/0]``); ``follow_job`` points it at another job of
   the tree, starting again from the newest rows.
@@ -36,6 +42,7 @@ from fray_jupyter.client.errors import FrayError
 from fray_jupyter.client.logs import log_prefix, log_text
 from fray_jupyter.iris.loglines import LEVELS
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
+from fray_jupyter.iris.states import split_key
 from fray_jupyter.views.job import note_html
 from fray_jupyter.views.logtail import (
     TRACEBACK,
@@ -52,6 +59,8 @@ if TYPE_CHECKING:
 
 TAIL_ROWS: Final[int] = 2000
 """Rows of the first fetch (many collapse: a tqdm bar's redraws become one line)."""
+BACKFILL_ROWS: Final[int] = 50_000
+"""Most rows a first fetch reads back to fill the box (see the module rules)."""
 TRACEBACK_ROWS: Final[int] = 500
 """Rows read from a traceback's first line to find its end."""
 LEVEL_OPTIONS: Final[list[tuple[str, str]]] = [("all levels", ""), *((f"{name.lower()}+", name) for name in LEVELS)]
@@ -69,6 +78,8 @@ class LogBox(widgets.VBox):
         self.rows: list[ShownLine] = []
         """The lines shown (the newest ``max_rows`` of ``screen``'s)."""
         self.cursor = 0
+        self.last_line_ms: dict[str, int] = {}
+        """Task id → the time of its newest row fetched (what a task's silence counts from)."""
         self.unseen = 0
         self._started = False
         self._lock = threading.RLock()
@@ -142,20 +153,48 @@ class LogBox(widgets.VBox):
                      "include_children": self.include_children}
             if self._started:
                 page = self.client.logs(self.job_id, cursor=self.cursor, **query)
+                entries = list(page.entries)
             else:
                 page = self.client.logs(self.job_id, tail=True, max_lines=TAIL_ROWS, **query)
+                entries = list(page.entries)
+                if len(entries) >= TAIL_ROWS:  # rows may come before them
+                    entries = self._with_earlier(entries, query)
                 self._started = True
             self.cursor = page.cursor
-            if page.entries:
-                self.screen.feed(page.entries)
+            for entry in entries:
+                task_id = split_key(entry.key)[0]
+                self.last_line_ms[task_id] = max(self.last_line_ms.get(task_id, 0), entry.timestamp.epoch_ms)
+            if entries:
+                self.screen.feed(entries)
                 self.screen.trim(self.max_rows)
                 self.rows = self.screen.shown()[-self.max_rows:]
                 if self.following:
                     self.view.value = self._tail_html()
                 else:
-                    self.unseen += len(page.entries)
+                    self.unseen += len(entries)
                     self.follow_button.description = f"Jump to latest ({self.unseen} new)"
-            return len(page.entries)
+            return len(entries)
+
+    def _with_earlier(self, entries: list[LogEntry], query: dict[str, Any]) -> list[LogEntry]:
+        """``entries`` (a full tail page) with the pages before them, oldest first, read until their
+        lines fill the box (see the module rules)."""
+        counted = 0
+        while len(entries) < BACKFILL_ROWS:
+            if len(entries) >= 2 * counted:
+                counted = len(entries)
+                if len(collapse(entries)) >= self.max_rows:
+                    break
+            try:
+                page = self.client.logs(self.job_id, tail=True, max_lines=TAIL_ROWS,
+                                        before=min(row.seq for row in entries), **query)
+            except FrayError as error:
+                if error.code != "unimplemented":
+                    raise
+                break  # no log service (gRPC): the tail alone
+            entries = [*page.entries, *entries]
+            if len(page.entries) < TAIL_ROWS:
+                break  # the log's first row is held
+        return entries
 
     def follow_job(self, job_id: str, include_children: bool) -> None:
         """Show ``job_id``'s rows (with ``include_children``, its tree's) from the newest on."""

@@ -17,17 +17,18 @@ Rules:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fray_jupyter.client.client import backoff
 from fray_jupyter.client.diagnostics import Diagnosis, diagnose
 from fray_jupyter.client.logs import log_prefix
+from fray_jupyter.client.retry import backoff
 from fray_jupyter.client.tree import failed_children, fetch_tree
 from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.states import is_job_finished
 from fray_jupyter.iris.tree import FailedChild, JobTree
+from fray_jupyter.iris.usage import TaskUsage
 from fray_jupyter.views.logtail import ShownLine, collapse
 from fray_jupyter.views.snapshot import snapshot_html
 from fray_jupyter.widgets.logbox import TAIL_ROWS
@@ -94,11 +95,13 @@ def read_snapshot(client: FrayClient, job_id: str, *, settle: float = 0.0) -> Jo
 
 def diagnosed_html(tree: JobTree, diagnosis: Diagnosis | None, rows: Sequence[ShownLine],
                    label: Callable[[LogEntry], str], failed: Sequence[FailedChild], *,
-                   taken_ms: int | None = None, beside_panel: bool = True) -> str:
+                   taken_ms: int | None = None, beside_panel: bool = True,
+                   usage: Mapping[str, TaskUsage] | None = None) -> str:
     """``views.snapshot.snapshot_html`` of ``tree`` with what ``diagnosis`` explains of its root (its
-    tasks, retry limits, root causes and status texts; None: not read yet, so none of them), as read at
-    ``taken_ms`` (None: now)."""
+    tasks, retry limits, root causes and status texts; None: not read yet, so none of them) and its
+    tasks' ``usage``, as read at ``taken_ms`` (None: now)."""
     if diagnosis is None:
         return snapshot_html(tree, (), rows, label, failed=failed, taken_ms=taken_ms, beside_panel=beside_panel)
     return snapshot_html(tree, diagnosis.tasks, rows, label, limits=diagnosis.limits, root_causes=diagnosis.root_causes,
-                         status_texts=diagnosis.details, failed=failed, taken_ms=taken_ms, beside_panel=beside_panel)
+                         status_texts=diagnosis.details, failed=failed, taken_ms=taken_ms, beside_panel=beside_panel,
+                         usage=usage)

@@ -19,32 +19,37 @@ Rules:
   the cell output and rewrites it as the tree's states change and once it has settled
   (``widgets.snapshot``): a notebook reopened without its kernel shows that instead.
 * Failures to reach the controller are shown in the panel and retried at ``poll_max``; nothing a
-  poll or a click raises reaches the notebook.
+  poll or a click raises reaches the notebook. While a call to the panel's controller is being
+  resent (``client.retry``), the panel says so in the one word for it, "still retrying (attempt 3,
+  1.2 s)", and clears it once the controller answers.
 * The poller thread also stops for good (saying why in the panel) when the job was replaced by a
   newer submission of the same name (its submission time changed) or no longer exists, when the
   panel is closed (``close``, or a newer panel for the same job in this kernel), and after
   ``max_failures`` polls in a row failed to reach the controller (gone for good: ``%fray status``
   makes a new panel). So a kernel holds at most one poller per live job.
 * While the job runs, the panel also lists the endpoints its tasks (and its children's) registered
-  (its actors: name, address, task), read with each poll; a controller without an endpoint registry
-  lists none, and a job that has ended has none.
+  (its actors), read with each poll (``widgets.endpoints``).
 * Everything the job or controller wrote is HTML-escaped by ``views.job``; the log tail, with its
   filter, follow, traceback and save controls, is ``widgets.logbox``.
 * Cancel asks the controller to terminate the job (and so every job below it) and polls at once;
   the button is disabled once the job is terminal.
+* Each poll also reads how the tasks use what they asked for, their event timeline, the tree's
+  totals and each running task's silence (``widgets.usage``); while the job runs the panel polls
+  at least every ``widgets.usage.REFRESH_S`` seconds, so usage shows even when no state changes.
+  The request as sent (``views.request``, secrets redacted as Iris shows them) is drawn once.
 """
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import ipywidgets as widgets
 
-from fray_jupyter.client import results
+from fray_jupyter.client import results, retry
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.diagnostics import Diagnosis, diagnose
 from fray_jupyter.client.errors import FrayError, JobNotFound
@@ -53,11 +58,14 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import job_state_name
 from fray_jupyter.iris.tree import FailedChild, JobTree
 from fray_jupyter.views import job as view
+from fray_jupyter.views.request import request_html
 from fray_jupyter.views.tree import failed_html, tree_lines
 from fray_jupyter.widgets import feed
+from fray_jupyter.widgets.endpoints import EndpointsView
 from fray_jupyter.widgets.logbox import LogBox
 from fray_jupyter.widgets.snapshot import SnapshotOutput, diagnosed_html
 from fray_jupyter.widgets.tree import TreeView
+from fray_jupyter.widgets.usage import REFRESH_S, UsageView, reported
 
 if TYPE_CHECKING:
     from fray_jupyter.client.handle import JobHandle
@@ -99,19 +107,20 @@ class JobStatusPanel(widgets.VBox):
         self._thread: threading.Thread | None = None
         self._unreachable = False
         self._outputs_read = False
+        self._unwatch: Callable[[], None] = lambda: None
 
         self.header = widgets.HTML(view.header_html(job_pb2.JobStatus(job_id=job_id)))
         self.progress = widgets.IntProgress(value=0, min=0, max=1, description="0/0",
                                             layout=widgets.Layout(width="420px"))
         self.reason = widgets.HTML()
         self.tasks = widgets.HTML()
+        self.usage_view = UsageView()
         self.diagnostics = widgets.HTML()
         self.logs = LogBox(client, job_id, max_rows=log_lines, include_children=True)
         self.tree_view = TreeView(job_id, self._follow_logs)
         self.failure = widgets.HTML()
         self.outputs = widgets.HTML()
-        self.endpoints = widgets.HTML()
-        self.endpoint_list: tuple[tuple[str, str, str], ...] = ()
+        self.endpoints, self.request = EndpointsView(), widgets.HTML()
         self.message = widgets.HTML()
         self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="danger",
                                             tooltip="terminate the job and all its tasks")
@@ -119,13 +128,15 @@ class JobStatusPanel(widgets.VBox):
         for widget, name in ((self.header, "header"), (self.progress, "progress"), (self.reason, "reason"),
                              (self.tasks, "tasks"), (self.logs, "logs"), (self.failure, "failure"),
                              (self.diagnostics, "diagnostics"), (self.tree_view, "tree-view"),
-                             (self.outputs, "outputs"), (self.endpoints, "endpoints"), (self.message, "message"),
+                             (self.outputs, "outputs"), (self.endpoints, "endpoints"), (self.request, "request"),
+                             (self.message, "message"),
                              (self.cancel_button, "cancel")):
             widget.add_class(f"fray-status-{name}")
         toolbar = widgets.HBox([self.progress, self.cancel_button], layout=widgets.Layout(align_items="center"))
         style = widgets.HTML(view.STYLE, layout=widgets.Layout(display="none"))  # once, not on every redraw
         super().__init__([style, self.header, toolbar, self.reason, self.failure, self.diagnostics, self.tree_view,
-                          self.tasks, self.endpoints, self.outputs, self.logs, self.message],
+                          self.tasks, self.usage_view, self.endpoints, self.outputs, self.request, self.logs,
+                          self.message],
                          **kwargs)
         self.add_class("fray-status-panel")
         if start:
@@ -168,6 +179,7 @@ class JobStatusPanel(widgets.VBox):
             if older is not None and older is not self:
                 older._end("a newer panel follows this job; this one stopped updating")
             _FOLLOWING[self.job_id] = self
+            self._unwatch = retry.watch(self._on_retry)  # for as long as the poller runs
             self._thread = threading.Thread(target=self._run, name=f"fray-status {self.job_id}", daemon=True)
             self._thread.start()
 
@@ -229,16 +241,16 @@ class JobStatusPanel(widgets.VBox):
             self.stop()
             return False
         tree = fetch_tree(self.client, status, self.tree)
+        self.usage_view.read(self.client, status, diagnosis.tasks, tree)
         fetched = self.logs.fetch()
         while view.is_terminal(status) and tree.settled and not was_done:  # drain the rows written as it ended
             time.sleep(DRAIN_GRACE)
             if not (more := self.logs.fetch()):
                 break
             fetched += more
-        endpoints = self._read_endpoints(status)
+        endpoints = self.endpoints.read(self.client, self.job_id, status)
         changed = (self.diagnosis is None or diagnosis != self.diagnosis or tree != self.tree or fetched > 0
-                   or endpoints != self.endpoint_list)
-        self.endpoint_list = endpoints
+                   or endpoints)
         if view.is_terminal(status) and status.state != job_pb2.JOB_STATE_SUCCEEDED and (
                 [job.job_id for job in tree.failed()] != [child.status.job_id for child in self.failed_below]):
             self.failed_below = failed_children(self.client, tree)
@@ -262,6 +274,15 @@ class JobStatusPanel(widgets.VBox):
         """The log cursor: rows after it are fetched next."""
         return self.logs.cursor
 
+    def _on_retry(self, event: retry.Retrying) -> None:
+        """Show a resend to this panel's controller while it lasts (``client.retry``'s watchers)."""
+        if event.url != self.client.url or self.ended:
+            return
+        if event.phase == "retrying":
+            self.message.value = view.note_html(event.line(), error=True)
+        elif event.phase == "answered" and not self._unreachable:
+            self.message.value = ""
+
     def _run(self) -> None:
         delay, following = self.poll_first, None
         try:
@@ -272,7 +293,8 @@ class JobStatusPanel(widgets.VBox):
                     following.unsubscribe(self._wake)
                     following = None  # the feed went away: poll until it is back
                     delay = self.poll_first
-                self._wait(FEED_REFRESH if following is not None else self.poll_max if self._unreachable else delay)
+                wait = FEED_REFRESH if following is not None else self.poll_max if self._unreachable else delay
+                self._wait(wait if self.status is None or view.is_terminal(self.status) else min(wait, REFRESH_S))
                 if self._stopped.is_set():
                     return
                 changed = self._refresh_safely()
@@ -282,6 +304,7 @@ class JobStatusPanel(widgets.VBox):
                     self._stopped.wait(FEED_MIN_INTERVAL)
                 delay = self.poll_first if changed else min(delay * BACKOFF, self.poll_max)
         finally:
+            self._unwatch()
             if following is not None:
                 following.unsubscribe(self._wake)
 
@@ -297,18 +320,6 @@ class JobStatusPanel(widgets.VBox):
             return False
 
     # -- drawing -----------------------------------------------------------------------------------
-    def _read_endpoints(self, status: job_pb2.JobStatus) -> tuple[tuple[str, str, str], ...]:
-        """``(name, address, task)`` of the endpoints registered under the job, by name (module rules)."""
-        if view.is_terminal(status):
-            return ()
-        try:
-            found = self.client.endpoints(f"{self.job_id}/")
-        except FrayError as error:
-            if error.code == "unimplemented":
-                return ()
-            return self.endpoint_list  # a transient failure: keep what was shown
-        return tuple(sorted((e.name, e.address, e.task_id) for e in found))
-
     def _render(self) -> None:
         diagnosis, tree = self.diagnosis, self.tree
         if diagnosis is None or tree is None:
@@ -322,11 +333,16 @@ class JobStatusPanel(widgets.VBox):
         self.progress.bar_style = {job_pb2.JOB_STATE_SUCCEEDED: "success", job_pb2.JOB_STATE_KILLED: "warning"}.get(
             status.state, "danger" if view.is_terminal(status) else "info")
         self.reason.value = view.pending_html(status, tasks)
-        self.tasks.value = view.tasks_html(tasks)
-        self.endpoints.value = endpoints_html(self.endpoint_list)
+        now = view.now_ms()
+        silent = self.usage_view.silent(tasks, self.logs.last_line_ms, diagnosis.status_texts, now)
+        self.tasks.value = view.tasks_html(tasks, self.usage_view.usage, silent)
+        self.usage_view.show([task.task_id for task in tasks], now)
+        self.endpoints.show()
+        if not self.request.value and diagnosis.request.name:
+            self.request.value = request_html(diagnosis.request)
         self.failure.value = view.failure_html(status, tasks, self.lines) + failed_html(self.job_id, self.failed_below)
         self.diagnostics.value = view.diagnosis_html(status, tasks, diagnosis.limits, diagnosis.root_causes,
-                                                     diagnosis.details)
+                                                     diagnosis.details, reported(diagnosis.status_texts, now))
         self.tree_view.show(tree)
         if view.is_terminal(status):
             self.cancel_button.disabled = True
@@ -346,7 +362,8 @@ class JobStatusPanel(widgets.VBox):
             diagnosis, failed, polled_ms = self.diagnosis, self.failed_below, self.polled_ms
             tree = self.tree or JobTree(self.status or job_pb2.JobStatus(job_id=self.job_id))
             rows = list(self.logs.rows)
-        return diagnosed_html(tree, diagnosis, rows, self.logs.label, failed, taken_ms=polled_ms)
+        return diagnosed_html(tree, diagnosis, rows, self.logs.label, failed, taken_ms=polled_ms,
+                              usage=self.usage_view.usage)
 
     @staticmethod
     def _outputs_html(tasks: tuple[job_pb2.TaskStatus, ...]) -> str:
@@ -398,13 +415,3 @@ class JobStatusPanel(widgets.VBox):
 
 _FOLLOWING: weakref.WeakValueDictionary[str, JobStatusPanel] = weakref.WeakValueDictionary()
 """The panel whose poller follows each job id in this kernel (one at a time)."""
-
-
-def endpoints_html(endpoints: tuple[tuple[str, str, str], ...]) -> str:
-    """The panel's endpoints table (``""`` when there are none), every value escaped."""
-    if not endpoints:
-        return ""
-    rows = "".join("<tr>" + "".join(f"<td><code>{html.escape(value)}</code></td>" for value in row) + "</tr>"
-                   for row in endpoints)
-    return (f"<details open><summary>endpoints ({len(endpoints)})</summary><table>"
-            f"<tr><th>name</th><th>address</th><th>task</th></tr>{rows}</table></details>")
