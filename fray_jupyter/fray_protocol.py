@@ -48,7 +48,7 @@ from __future__ import annotations
 import functools
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
@@ -60,7 +60,7 @@ from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import JobAlreadyExists as ControllerJobAlreadyExists
 from fray_jupyter.client.handle import JobHandle
 from fray_jupyter.client.parity import parity_for
-from fray_jupyter.iris.bundle import create_workspace_zip
+from fray_jupyter.iris.bundle import caller_exclude, create_workspace_zip
 from fray_jupyter.iris.coscheduling import LEAFGROUP as COSCHEDULE_LEAFGROUP
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.proto.controller_pb2 import Controller
@@ -335,16 +335,22 @@ def default_call_name(fn: Callable[..., Any]) -> str:
 
 
 def submit(fn: Callable[..., Any], *args: Any, resources: ResourceConfig | object | None = None,
-           name: str | None = None, client: FrayClient | None = None, **kwargs: Any) -> JobHandle:
+           name: str | None = None, client: FrayClient | None = None, workspace: str | Path | None = None,
+           workspace_include: Sequence[str] = (), workspace_exclude: Sequence[str] = (), **kwargs: Any) -> JobHandle:
     """Run ``fn(*args, **kwargs)`` as a one-task job (``resources`` default: ``SUBMIT_RESOURCES``) on ``client``
     (default: ``connect()``) and return its handle; ``handle.result()`` waits and returns the
-    value, or raises ``RemoteError`` with the remote traceback."""
+    value, or raises ``RemoteError`` with the remote traceback. ``workspace`` (default: none, as
+    Marin's library clients bundle only the workspace they are given) is bundled with the job, with
+    ``workspace_include`` globs and ``workspace_exclude`` regular expressions as ``iris job run``'s
+    ``--include`` / ``--exclude``; ``ValueError`` for a bad one or a workspace over the cap."""
     if client is None:
         from fray_jupyter.client.discovery import connect
 
         client = connect()
+    bundle = b"" if workspace is None else create_workspace_zip(
+        workspace, include=workspace_include, exclude=caller_exclude(workspace_exclude)).blob
     job = JobRequest(name=name or default_call_name(fn), entrypoint=Entrypoint.from_callable(fn, args, kwargs),
                      resources=coerce(resources, ResourceConfig) if resources is not None else SUBMIT_RESOURCES)
     parity = parity_for(client.cluster_name)
-    return JobHandle(client.submit(plan(job, revision_date=parity.revision_date, runtime_setup=parity.runtime_setup)),
-                     client)
+    return JobHandle(client.submit(plan(job, bundle=bundle, revision_date=parity.revision_date,
+                                        runtime_setup=parity.runtime_setup)), client)

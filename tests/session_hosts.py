@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ import cloudpickle
 from fray_jupyter.session.merge import HostLost
 from fray_jupyter.session.outputs import SessionError
 from fray_jupyter.session.words import exit_reason
+from tests.waiting import until
 
 REPO: Final = Path(__file__).resolve().parents[1]
 METHODS: Final = frozenset({"execute", "run", "read", "interrupt", "push", "pull", "status"})
@@ -150,12 +150,8 @@ def on_every(gang: list[HostProcess], method: str, *args: Any, **kwargs: Any) ->
 
 
 def wait_until(condition: Callable[[], bool], what: str) -> None:
-    """Poll ``condition`` (each poll is a call to a host, which takes its own time) until it holds."""
-    give_up = time.monotonic() + HANG_GUARD
-    while not condition():
-        if time.monotonic() > give_up:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.01)  # the poll's pace, not the condition
+    """Until ``condition`` (a call to a host: hosts have no change feed) holds (``tests/waiting.py``)."""
+    until(condition, what, hang_guard=HANG_GUARD)
 
 
 def _serve(request_fd: int, reply_fd: int, host: int) -> None:

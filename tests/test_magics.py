@@ -34,8 +34,8 @@ from fray_jupyter.views.preview import render_preview_html
 from fray_jupyter.widgets.picker import ResourcePicker
 from fray_jupyter.widgets.status import JobStatusPanel
 from tests.assertions import one_usage_line
-from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
-from tests.jupyter_isolation import isolated_jupyter
+from tests.controller_harness import ControllerProcess
+from tests.jupyter_isolation import magics_controller
 
 USER = "tester"
 PER_TASK_ENV = ("import os\n"
@@ -48,14 +48,8 @@ LONG = "import time\nprint('started', flush=True)\ntime.sleep(60)\n"
 @pytest.fixture(scope="module")
 def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
     """A real embedded controller that the magics find through the (isolated) runtime file."""
-    root = tmp_path_factory.mktemp("magics")
-    with isolated_jupyter(root) as runtime, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("IRIS_USER", USER)
-        process = start_controller(root / "state", "--slots", "16", runtime_file=runtime / "fray-controller.json")
-        try:
-            yield process
-        finally:
-            stop_quietly(process)
+    with magics_controller(tmp_path_factory.mktemp("magics"), USER, "--slots", "16") as process:
+        yield process
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +104,7 @@ def test_dry_run_shows_exactly_the_pickers_preview_and_sends_nothing(ip: Interac
     ip.user_ns["picker"] = picker
     body = "print('hello')\n"
     with capture_output() as captured:
-        fray(ip, "--dry-run --resources picker --name dry -o planned", body)
+        fray(ip, "--dry-run --resources picker --name dry --no-workspace -o planned", body)
     (output,) = captured.outputs
     html = output.data["text/html"]
     assert set(output.data) == {"text/html", "text/plain"}  # plain HTML and text, no widget: shown everywhere
@@ -587,7 +581,7 @@ def test_a_cell_for_a_named_cluster_gets_iris_s_uv_setup_and_revision_date(ip: I
 def test_a_cell_for_a_named_cluster_sends_the_current_directory_unless_told_not_to(
         ip: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """As ``iris job run`` bundles its current directory; the dry run says what it holds. The
-    embedded default and ``--no-workspace`` send none."""
+    embedded controller gets the same directory (one rule everywhere); ``--no-workspace`` sends none."""
     (tmp_path / "helper.py").write_text("VALUE = 42\n")
     (tmp_path / "scratch.ipynb").write_text("{}")  # Iris's exclusions apply
     monkeypatch.chdir(tmp_path)
@@ -606,7 +600,8 @@ def test_a_cell_for_a_named_cluster_sends_the_current_directory_unless_told_not_
     with capture_output() as captured:
         fray(ip, "--dry-run --cluster not-resolved --no-workspace --name cwd -o opted_out", "import helper\n")
         fray(ip, "--dry-run --name cwd -o embedded", "import helper\n")
-    assert ip.user_ns["opted_out"].request.bundle_blob == ip.user_ns["embedded"].request.bundle_blob == b""
+    assert ip.user_ns["opted_out"].request.bundle_blob == b""
+    assert ip.user_ns["embedded"].request.bundle_blob == request.bundle_blob
     assert "workspace:" not in captured.outputs[0].data["text/plain"]
 
 
@@ -616,7 +611,7 @@ def test_a_current_directory_over_the_cap_is_one_line_with_the_ways_out(
     monkeypatch.chdir(namespace)
     with pytest.raises(UsageError) as raised:
         fray(ip, "--cluster not-resolved --name big", "x = 1\n")
-    one_usage_line(raised, f"the current directory {Path(namespace).resolve()} is sent as the workspace on a named "
-                           "cluster (as `iris job run` does), but it bundles to more than the 25.0 MiB cap (", "%%fray")
-    one_usage_line(raised, "MiB); pass --workspace DIR to send a smaller directory, or --no-workspace to send none",
-                   "%%fray")
+    one_usage_line(raised, f"the current directory {Path(namespace).resolve()} is sent as the workspace by "
+                           "default (as `iris job run` does), but it bundles to more than the 25.0 MiB cap (", "%%fray")
+    one_usage_line(raised, "MiB); pass --workspace DIR to send a smaller directory, --exclude PATTERN to leave files "
+                   "out, or --no-workspace to send none", "%%fray")

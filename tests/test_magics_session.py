@@ -16,8 +16,8 @@ from IPython.utils.capture import capture_output
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.iris.states import is_job_finished
-from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
-from tests.jupyter_isolation import isolated_jupyter
+from tests.controller_harness import ControllerProcess
+from tests.jupyter_isolation import magics_controller
 from tests.session_hosts import wait_until
 
 USER = "session-magic"
@@ -27,14 +27,8 @@ NAME = "nb"
 @pytest.fixture(scope="module")
 def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
     root = tmp_path_factory.mktemp("session-magics")
-    with isolated_jupyter(root) as runtime, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("IRIS_USER", USER)
-        process = start_controller(root / "state", "--slots", "8", "--pass-env", "PYTHONPATH",
-                                   runtime_file=runtime / "fray-controller.json")
-        try:
-            yield process
-        finally:
-            stop_quietly(process)
+    with magics_controller(root, USER, "--slots", "8", "--pass-env", "PYTHONPATH") as process:
+        yield process
 
 
 @pytest.fixture(scope="module")

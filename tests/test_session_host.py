@@ -282,7 +282,10 @@ def test_an_interrupt_stops_a_pure_python_loop_on_every_host_and_state_survives(
 
 
 def test_an_interrupt_wakes_a_blocking_call(host: HostProcess) -> None:
-    _, future = start_running(host, "import time\ntime.sleep(3600)")
+    # the interrupt is sent once the cell is in its sleep: one sent while the host says "running" but
+    # before the cell's first line ends the cell there, with no frame of its own
+    _, future = start_running(host, "import time\nasleep = True\ntime.sleep(3600)")
+    wait_until(lambda: pulled(host, "asleep"), "the cell is about to sleep")
     assert host.call("interrupt").was_running
     error = future.result().error  # type: ignore[attr-defined]
     assert error.type == "KeyboardInterrupt" and error.frames[-1].line == "time.sleep(3600)"

@@ -15,6 +15,12 @@ Rules:
   result. A failure on any host fails the cell, showing each host's traceback; a lost session
   says so (``words.loss_text``). Resource flags belong on ``%fray session start`` and are refused.
 * Jupyter's interrupt button during a session cell interrupts every host (``Session.run``).
+* ``%fray session start`` ships the workspace and runs ``--setup`` (``session_start``);
+  ``%fray session sync NAME`` sends every host what changed in it since and reloads the changed
+  modules, saying what it did; a host that missed it fails the command, naming the host and why.
+  A session started with ``--sync`` does that before every cell, and a failed sync fails the cell.
+  ``restart`` syncs its new hosts at once (they unpacked the bundle the session started with).
+* ``%fray session pip NAME ARGS…`` runs pip on every host (``session.packages``), its state kept.
 * ``%fray push NAME x y`` sends the notebook's ``x`` and ``y`` to every host (``--targets``);
   ``%fray pull NAME z`` binds ``z`` in the notebook from one host (``--host``, default 0).
 """
@@ -81,10 +87,40 @@ def line(magics: Any, args: argparse.Namespace) -> None:
         raise usage(str(error).splitlines()[0], label) from None
 
 
+def pip_line(magics: Any, rest: str) -> None:
+    """``%fray session pip NAME ARGS…``: pip with ARGS on every host of NAME, each host's output
+    shown ``[host i]``-prefixed; a pip that fails on any host fails the line, naming those hosts."""
+    import shlex
+
+    label = "%fray session pip"
+    try:
+        name, *argv = shlex.split(rest)
+    except ValueError as error:
+        raise usage(f"cannot split the line: {error}" if rest.strip() else "give NAME and pip's arguments, e.g. "
+                    "%fray session pip dev install einops", label) from None
+    if not argv:
+        raise usage(f"give pip's arguments after {name}, e.g. %fray session pip {name} install einops", label)
+    session = _find(name, label)
+    try:
+        replies = session.pip(argv)
+    except SessionError as error:
+        raise usage(str(error).splitlines()[0], label) from None
+    for reply in replies:
+        for text in reply.output.splitlines():
+            _say(f"[host {reply.host}] {text}")
+    failed = [reply for reply in replies if reply.code != 0]
+    if failed:
+        raise usage(f"pip {' '.join(argv)} failed on host(s) "
+                    + ", ".join(f"{reply.host} (exit code {reply.code})" for reply in failed), label)
+    _say(f"session {name}: pip {' '.join(argv)} done on {len(replies)} host(s); every variable kept")
+
+
 def _session_action(magics: Any, args: argparse.Namespace, label: str) -> None:
     name = args.session_name
     if args.action == "start":
-        _start(magics, args, label)
+        from fray_jupyter.magics.session_start import start
+
+        start(magics, args, label, SESSIONS)
         return
     session = _find(name, label)
     if args.action == "stop":
@@ -93,42 +129,24 @@ def _session_action(magics: Any, args: argparse.Namespace, label: str) -> None:
         _say(f"session {name} stopped: job {session.job_id} ended, its slice released")
     elif args.action == "restart":
         session.restart().wait_ready(_say)
+        if session.workspace is not None:  # the new hosts unpacked the start's bundle: bring them up to date
+            _say(f"session {name}: {session.sync().text()}")
+    elif args.action == "sync":
+        _say(f"session {name}: {session.sync().text()}")
     elif args.action == "interrupt":
         reached = [reply.host for reply in session.interrupt() if reply.was_running]
         _say(f"session {name}: interrupted the cell on host(s) {', '.join(map(str, reached))}" if reached
              else f"session {name}: no cell was running")
     else:
         _say(repr(session))
+        if session.workspace is not None:
+            _say(f"  workspace {session.workspace.source.root}: "
+                 + ("synced before every cell" if session.sync_each_cell else f"%fray session sync {name} sends edits"))
         for status, idle in zip(session.status(), session.idle(), strict=True):
             _say(f"  host {status.host}: pid {status.pid}, {status.cells_run} cells run, "
                  + (f"running {status.running}" if idle is None else f"idle {idle:.0f} s"
                     + (f", releases the slice in {max(0.0, session.idle_timeout - idle):.0f} s"
                        if session.idle_timeout else "")))
-
-
-def _start(magics: Any, args: argparse.Namespace, label: str) -> None:
-    from fray_jupyter.flags import job_from_args
-    from fray_jupyter.magics.submission import resources_from
-    from fray_jupyter.resources.entrypoint import Entrypoint
-    from fray_jupyter.session.serve import serve_host
-
-    name = args.session_name
-    running = SESSIONS.get(name)
-    if running is not None and running.lost is None and not running.stopped:
-        raise usage(f"session {name} is already running (job {running.job_id}); %fray session stop {name} or "
-                    f"%fray session restart {name} first", label)
-    base = resources_from(magics.namespace, args.resources) if args.resources is not None else None
-    args.name = args.name or name
-    try:
-        job = job_from_args(args, Entrypoint.from_callable(serve_host, ()), base=base,
-                            base_name=f"--resources {args.resources}")
-        session = Session.launch(job, client=magics.client(args.controller, args.cluster),
-                                 idle_timeout=args.idle_timeout or None, user=magics.user or None, jax=args.jax)
-    except ValueError as error:
-        raise usage(str(error), label) from None
-    SESSIONS[name] = session
-    _say(f"session {name}: job {session.job_id}, {session.hosts} host(s)")
-    session.wait_ready(_say)
 
 
 def cell(args: argparse.Namespace, source: str) -> Any:

@@ -7,12 +7,13 @@ import argparse
 from collections.abc import Callable
 from typing import Any, Final
 
+from fray_jupyter.magics.workspace_flags import add_workspace_arguments
 from fray_jupyter.session.merge import GROUP_OUTPUTS, HostChoice
 from fray_jupyter.session.outputs import IDLE_TIMEOUT
 
 SESSION_COMMANDS: Final = ("session", "push", "pull")
 """The ``%fray`` commands the session magics answer."""
-ACTIONS: Final = ("start", "stop", "restart", "interrupt", "status")
+ACTIONS: Final = ("start", "stop", "restart", "interrupt", "status", "sync", "pip")
 """What ``%fray session ACTION NAME`` does."""
 
 
@@ -49,7 +50,9 @@ def add_session_commands(commands: Any, common: argparse.ArgumentParser,
                          job_arguments: Callable[[argparse.ArgumentParser], None]) -> None:
     """``%fray session``, ``%fray push`` and ``%fray pull`` on the ``%fray`` subparsers ``commands``;
     ``job_arguments(parser)`` adds the resource flags ``start`` takes."""
-    session = commands.add_parser("session", parents=[common], help="start, stop, restart or interrupt a session")
+    session = commands.add_parser("session", parents=[common],
+                                  help="start, stop, restart, interrupt, status or sync a session; "
+                                       "`session pip NAME ARGS…` runs pip with ARGS on every host")
     session.add_argument("action", choices=ACTIONS)
     session.add_argument("session_name", metavar="NAME")
     session.add_argument("--resources", metavar="VAR", help="start: the resources of a ResourceConfig or picker")
@@ -57,6 +60,14 @@ def add_session_commands(commands: Any, common: argparse.ArgumentParser,
                          help=f"start: release the slice after this long idle (default {IDLE_TIMEOUT:g}; 0: never)")
     session.add_argument("--jax", action="store_true",
                          help="start: join every host into one JAX process group (Iris's initialize_jax)")
+    code = session.add_argument_group("start: the code on the hosts")
+    add_workspace_arguments(code)
+    code.add_argument("--sync", action="store_true",
+                      help="sync the workspace to every host before each cell (as %%autoreload 2 feels locally)")
+    code.add_argument("--setup", action="append", default=[], metavar="COMMAND",
+                      help="a shell command every host runs once before it serves, e.g. 'uv sync --extra tpu' "
+                           "(repeatable; Iris's setup_commands)")
+    code.add_argument("--dry-run", action="store_true", help="show what would be bundled and sent; start nothing")
     job_arguments(session)
     push = commands.add_parser("push", help="send notebook variables to a session's hosts")
     push.add_argument("session_name", metavar="NAME")

@@ -7,10 +7,11 @@ Rules, in order; each failure is one ``UsageError`` line naming the flag or valu
 2. ``--resources VAR`` is looked up in the user namespace (``a.b`` follows attributes) and must be a
    ``ResourceConfig`` (ours or Marin's) or a ``ResourcePicker`` (its ``.value``); it cannot be
    combined with the resource flags it replaces.
-3. The workspace is ``--workspace DIR``; else, unless ``--no-workspace``, the caller's default (on
-   a named cluster the kernel's current directory, as ``iris job run`` bundles its own). It is
-   bundled by ``iris.bundle`` (25 MiB cap); a current directory over the cap is one line naming it,
-   its size and the cap, and the two ways out.
+3. The workspace is ``--workspace DIR``; else, unless ``--no-workspace``, the caller's default (the
+   kernel's current directory, on every controller, as ``iris job run`` bundles its own). It is
+   bundled by ``iris.bundle`` (25 MiB cap), with ``--include`` globs and ``--exclude`` regular
+   expressions as ``iris job run`` takes them; a current directory over the cap is one line naming
+   it, its size and the cap, and the ways out.
 4. The job is built by ``flags.job_from_args`` and planned by ``plan()`` — nothing is re-derived —
    with what the target's client adds (``client.parity``: on a named cluster, Iris's default setup
    when the workspace is a uv project and the job has no setup scripts, its runtime-deps script, its
@@ -23,13 +24,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import keyword
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from fray_jupyter.client.parity import EMBEDDED, ClientParity
 from fray_jupyter.flags import job_from_args
-from fray_jupyter.iris.bundle import BundleTooLarge, WorkspaceBundle, create_workspace_zip, mib
+from fray_jupyter.iris.bundle import (
+    BundleTooLarge,
+    WorkspaceBundle,
+    caller_exclude,
+    create_workspace_zip,
+    mib,
+)
 from fray_jupyter.magics.parsers import CELL, usage
 from fray_jupyter.magics.settings import check_controller_url
 from fray_jupyter.planning import Plan, plan
@@ -121,24 +128,31 @@ def default_name(job: JobRequest, bundle: bytes) -> str:
     return NAME_PREFIX + digest.hexdigest()[:8]
 
 
-def workspace_bundle(given: str | None, default: str | None) -> WorkspaceBundle | None:
+def workspace_bundle(given: str | None, default: str | None, *, include: Sequence[str] = (),
+                     exclude: Sequence[str] = (), label: str = CELL) -> WorkspaceBundle | None:
     """Rule 3: the bundle of ``given`` (``--workspace``), else of ``default`` (the current directory
-    sent by default), else None."""
+    sent by default), else None; ``include`` / ``exclude`` are ``--include`` globs and ``--exclude``
+    regular expressions (``iris job run``'s)."""
+    try:
+        pattern = caller_exclude(exclude)
+    except ValueError as error:
+        raise usage(str(error), label) from None
     if given is not None:
         try:
-            return create_workspace_zip(given)
+            return create_workspace_zip(given, include=include, exclude=pattern)
         except ValueError as error:
-            raise usage(f"--workspace: {error}") from None
+            raise usage(f"--workspace: {error}", label) from None
     if default is None:
         return None
     try:
-        return create_workspace_zip(default)
+        return create_workspace_zip(default, include=include, exclude=pattern)
     except BundleTooLarge as error:
-        raise usage(f"the current directory {error.directory} is sent as the workspace on a named cluster (as "
+        raise usage(f"the current directory {error.directory} is sent as the workspace by default (as "
                     f"`iris job run` does), but it bundles to more than the {mib(error.cap)} cap ({error.reached}); "
-                    "pass --workspace DIR to send a smaller directory, or --no-workspace to send none") from None
+                    "pass --workspace DIR to send a smaller directory, --exclude PATTERN to leave files out, "
+                    "or --no-workspace to send none", label) from None
     except ValueError as error:
-        raise usage(f"the current directory: {error}") from None
+        raise usage(f"the current directory: {error}", label) from None
 
 
 def cell_plan(args: argparse.Namespace, cell: str, namespace: Mapping[str, Any], *, user: str | None,
@@ -152,7 +166,7 @@ def cell_plan(args: argparse.Namespace, cell: str, namespace: Mapping[str, Any],
     check_url("--controller", args.controller)
     base = resources_from(namespace, args.resources) if args.resources is not None else None
     default = None if args.no_workspace else default_workspace
-    bundle = workspace_bundle(args.workspace, default)
+    bundle = workspace_bundle(args.workspace, default, include=args.include, exclude=args.exclude)
     workspace = args.workspace or default
     blob = bundle.blob if bundle is not None else b""
     try:

@@ -25,6 +25,7 @@ from typing import Final, Protocol
 
 from fray_jupyter.iris.placement import device_text
 from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.vocabulary import duration_ms, fraction
 
 SESSION_KEY: Final = "fray-session"
 IDLE_TIMEOUT_KEY: Final = "fray-session-idle-timeout"
@@ -107,21 +108,14 @@ def sessions_of(endpoints: Iterable[EndpointLike]) -> dict[str, SessionFacts]:
 
 
 def duration_text(ms: int) -> str:
-    """``45s``, ``1m 05s``, ``2h 03m``."""
-    seconds = ms // 1000
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
+    """``45.0 s``, ``1m 05s``, ``2h 03m``: the display vocabulary's duration (``vocabulary``)."""
+    return duration_ms(ms)
 
 
 def session_line(facts: SessionFacts, hosts: int, now_ms: int, device: str = "") -> str:
     """The session in one line: its slice's ``device``, its hosts ready of ``hosts``, then running a
     cell or idle (and when it releases the slice)."""
-    ready = " · ".join(["session", *([device] if device else []), f"{len(facts.hosts)}/{hosts} hosts ready"])
+    ready = " · ".join(["session", *([device] if device else []), f"{fraction(len(facts.hosts), hosts, 'host')} ready"])
     idle = facts.idle_ms(now_ms)
     if idle is None:
         return f"{ready} · running a cell" if facts.running else ready

@@ -29,6 +29,10 @@ Rules:
   started is interrupted as it starts. With no cell running nothing happens, and the reply says
   so. SIGINT between cells is ignored: it never stops the engine. Whether the cell then stops in
   time is for the caller to judge: code in a C call or a collective sees it only when it returns.
+* **Workspace.** ``sync_workspace`` writes a sync's files into the host's work dir (its current
+  directory when the engine was made, where the job's workspace was unpacked) and reloads the
+  changed modules (``workspace_host``); like ``push`` it is refused while a cell runs. ``pip``
+  runs pip in the host's Python (``packages``), its state kept.
 * **Values.** ``push`` binds cloudpickled values (refused while a cell runs: it would race the
   cell); ``pull`` returns the named values cloudpickled, and a missing name is an error naming it
   and the names that exist.
@@ -47,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from fray_jupyter.session import figures, values
+from fray_jupyter.session import figures, packages, values, workspace_host
 from fray_jupyter.session.capture import CellRecord, CellStream
 from fray_jupyter.session.cells import compile_cell, remote_error
 from fray_jupyter.session.mime import mime_bundle
@@ -60,6 +64,8 @@ from fray_jupyter.session.outputs import (
     RemoteError,
     SessionError,
 )
+from fray_jupyter.session.packages import PipReply
+from fray_jupyter.session.workspace_host import SyncReply
 
 KEEP_CELLS: Final = 32
 """How many cells' records (outputs, results) a host keeps by default; older ones are dropped."""
@@ -98,6 +104,8 @@ class HostEngine:
         self._started = time.time()
         self._idle_since = self._started
         self._cells_run = 0
+        self.workdir = Path.cwd()
+        self._old_objects: dict[Any, Any] = {}
 
     # -- the main thread ---------------------------------------------------------------------
     def serve(self) -> None:
@@ -335,6 +343,18 @@ class HostEngine:
             loaded = values.loads(payload, f"host {self.host}")
             self.namespace.update(loaded)
         return sorted(loaded)
+
+    def sync_workspace(self, files: Mapping[str, bytes], deleted: Sequence[str]) -> SyncReply:
+        """Write ``files``, remove ``deleted`` and reload their modules (``workspace_host``'s rules)."""
+        with self._lock:
+            self._check_idle("sync its workspace")
+            written, removed = workspace_host.apply(self.workdir, files, deleted)
+            reloaded, not_reloaded = workspace_host.reload_changed(written, removed, self._old_objects)
+        return SyncReply(self.host, len(written), len(removed), reloaded, not_reloaded)
+
+    def pip(self, argv: Sequence[str]) -> PipReply:
+        """pip with ``argv`` in this host's Python and work dir (``packages``' rules)."""
+        return packages.pip(self.host, argv, self.workdir)
 
     def pull(self, names: Sequence[str]) -> dict[str, bytes]:
         """The named values, cloudpickled; a missing name fails, naming it and those that exist."""

@@ -9,6 +9,10 @@ Rules:
   its reads, an interrupt, a status at once), registers the endpoint ``{job}/session-{i}`` with a
   lease for this task's attempt, and then gives the main thread to ``HostEngine.serve`` until the
   actor's ``stop()``; the task then succeeds.
+* The host runs in its task's work dir (``$IRIS_WORKDIR``, where the workspace was unpacked): it
+  changes into it before anything else, as a task in an Iris container starts in ``/app`` (Iris's
+  local process runtime leaves tasks in the worker's own directory). Cells' relative paths and
+  workspace syncs resolve there.
 * Where the server listens is the actor layer's rule (``actors.host.bind_address``): loopback
   only when the controller is on this machine (the embedded controller, a local Iris); the
   server unpickles what it receives, so it is never given another address here.
@@ -44,6 +48,8 @@ from fray_jupyter.client.errors import FrayError
 from fray_jupyter.session.facts import host_metadata
 from fray_jupyter.session.host import HostEngine
 from fray_jupyter.session.outputs import IDLE_TIMEOUT, CellResult, Chunks, HostStatus, InterruptReply
+from fray_jupyter.session.packages import PipReply
+from fray_jupyter.session.workspace_host import SyncReply
 from fray_jupyter.task import task_info
 
 ACTOR_NAME: Final = "session"
@@ -108,6 +114,16 @@ class SessionActor:
         self._last_call = time.time()
         return self._engine.pull(names)
 
+    def sync_workspace(self, files: Mapping[str, bytes], deleted: Sequence[str]) -> SyncReply:
+        """``HostEngine.sync_workspace``."""
+        self._last_call = time.time()
+        return self._engine.sync_workspace(files, deleted)
+
+    def pip(self, argv: Sequence[str]) -> PipReply:
+        """``HostEngine.pip``."""
+        self._last_call = time.time()
+        return self._engine.pip(argv)
+
     def status(self) -> HostStatus:
         """``HostEngine.status``."""
         return self._engine.status()
@@ -167,6 +183,9 @@ def serve_host(idle_timeout: float | None = IDLE_TIMEOUT, jax: bool = False) -> 
     info = task_info()
     if info is None:
         raise RuntimeError("serve_host runs only inside an Iris task (IRIS_TASK_ID is unset or not a task id)")
+    workdir = os.environ.get("IRIS_WORKDIR", "")
+    if workdir and os.path.isdir(workdir):
+        os.chdir(workdir)  # as in an Iris container (its /app); Iris's local process runtime leaves its own cwd
     if jax:
         join_jax(info.task_index)
     engine = HostEngine(info.task_index)

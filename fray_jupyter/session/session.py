@@ -27,6 +27,11 @@ Rules:
 * ``push`` cloudpickles the values once and sends the same bytes to each target host; ``pull``
   brings values back from one host. ``interrupt()`` reaches every host. ``stop()`` terminates the
   job and waits until it has ended; ``restart()`` stops and starts the same request again.
+* **Workspace.** ``workspace`` (a ``workspace.WorkspaceSource``) is sent as the job's bundle and
+  unpacked into every host's work dir before its first cell; ``sync()`` sends each host what
+  changed since (``workspace.WorkspaceSync``) and reloads the changed modules there. A host that
+  missed it makes ``sync`` raise a ``SessionError`` naming the host and why; with
+  ``sync_each_cell`` every ``run`` syncs first, so a cell never runs on a stale host.
 * **Idle.** Each host releases the slice after ``idle_timeout`` seconds idle (``serve``; default
   ``serve.IDLE_TIMEOUT``, None: never); the session is then lost with that reason. ``idle()``
   says how long each host has been idle.
@@ -81,8 +86,10 @@ from fray_jupyter.session.outputs import (
     SessionError,
     Stream,
 )
+from fray_jupyter.session.packages import PipReply
 from fray_jupyter.session.serve import ACTOR_NAME, JAX_PORT, actor_name, serve_host
 from fray_jupyter.session.words import CellRun, loss_text, stuck_text
+from fray_jupyter.session.workspace import SyncReport, WorkspaceSource, WorkspaceSync
 
 READ_WAIT: Final = 1.0
 """Seconds one ``read`` of a host's outputs waits for new ones (a long poll)."""
@@ -141,12 +148,15 @@ class Session:
     """A running (or lost, or stopped) session (see the module rules)."""
 
     def __init__(self, name: str, request: Controller.LaunchJobRequest, client: FrayClient,
-                 idle_timeout: float | None = IDLE_TIMEOUT) -> None:
+                 idle_timeout: float | None = IDLE_TIMEOUT, workspace: WorkspaceSource | None = None,
+                 sync_each_cell: bool = False) -> None:
         self.name = name
         self.idle_timeout = idle_timeout
         self.request = request
         self.client = client
         self.hosts = max(1, int(request.replicas))
+        self.workspace = WorkspaceSync(workspace, self.hosts) if workspace is not None else None
+        self.sync_each_cell = sync_each_cell and self.workspace is not None
         self.job_id = ""
         self.cells: list[CellRun] = []
         self.lost: str | None = None
@@ -177,18 +187,23 @@ class Session:
     @classmethod
     def start(cls, name: str, resources: ResourceConfig | None = None, *, client: FrayClient,
               replicas: int | None = None, environment: EnvironmentConfig | None = None,
-              idle_timeout: float | None = IDLE_TIMEOUT, user: str | None = None, jax: bool = False) -> Session:
+              idle_timeout: float | None = IDLE_TIMEOUT, user: str | None = None, jax: bool = False,
+              workspace: WorkspaceSource | None = None, sync_each_cell: bool = False) -> Session:
         """Send the session's job (the module rules) and return at once; ``wait_ready`` waits."""
         job = JobRequest(name=name, entrypoint=Entrypoint.from_callable(serve_host, ()),
                          resources=resources or ResourceConfig(), environment=environment, replicas=replicas)
-        return cls.launch(job, client=client, idle_timeout=idle_timeout, user=user, jax=jax)
+        return cls.launch(job, client=client, idle_timeout=idle_timeout, user=user, jax=jax, workspace=workspace,
+                          sync_each_cell=sync_each_cell)
 
     @classmethod
     def launch(cls, job: JobRequest, *, client: FrayClient, idle_timeout: float | None = IDLE_TIMEOUT,
-               user: str | None = None, bundle: bytes = b"", jax: bool = False) -> Session:
-        """``start`` for a ``JobRequest`` made elsewhere (the magics' flags): its entrypoint is replaced."""
-        request = session_request(job, idle_timeout=idle_timeout, user=user, bundle=bundle, jax=jax)
-        session = cls(job.name, request, client, idle_timeout)
+               user: str | None = None, bundle: bytes = b"", jax: bool = False,
+               workspace: WorkspaceSource | None = None, sync_each_cell: bool = False) -> Session:
+        """``start`` for a ``JobRequest`` made elsewhere (the magics' flags): its entrypoint is replaced;
+        ``workspace`` (when given) is the bundle sent."""
+        blob = workspace.bundle.blob if workspace is not None else bundle
+        request = session_request(job, idle_timeout=idle_timeout, user=user, bundle=blob, jax=jax)
+        session = cls(job.name, request, client, idle_timeout, workspace, sync_each_cell)
         session._launch()
         return session
 
@@ -197,6 +212,8 @@ class Session:
         self._group = ActorGroup(ACTOR_NAME, self.hosts, self.job_id,  # a named cluster: through its actor proxy
                                  RegistryResolver(self.client, proxy=self.client.cluster is not None))
         self._handles, self.cells, self.lost, self.stopped, self._killed = [], [], None, False, set()
+        if self.workspace is not None:
+            self.workspace.reset()
         _LIVE.add(self)
 
     def wait_ready(self, on_change: Notify | None = None) -> Session:
@@ -247,6 +264,18 @@ class Session:
         return self
 
     # -- cells -----------------------------------------------------------------------------------
+    def sync(self) -> SyncReport:
+        """Send every host what changed in the workspace and reload it there (the module rules)."""
+        if self.workspace is None:
+            raise SessionError(f"session {self.name} was started without a workspace: nothing to sync")
+        handles = self._ready_handles()
+        report = self.workspace.sync(lambda host, files, deleted: handles[host].sync_workspace(files, deleted))
+        if report.failed:
+            raise SessionError(f"session {self.name}: the workspace sync failed on "
+                               + "; ".join(f"host {host}: {why}" for host, why in sorted(report.failed.items()))
+                               + "\n" + report.text())
+        return report
+
     def run(self, source: str, *, targets: Sequence[int] | None = None, group_outputs: GroupOutputs = "type",
             rich_from: HostChoice = 0, values_from: HostChoice = 0, on_output: OnOutput | None = None,
             stream: bool = True, interrupt_bound: float = INTERRUPT_BOUND) -> MergedCell:
@@ -254,6 +283,8 @@ class Session:
         options = MergeOptions(group_outputs, rich_from, values_from)
         chosen = self._targets(targets)
         handles = self._ready_handles()
+        if self.sync_each_cell and (synced := self.sync()).changed and on_output is not None:
+            on_output([Stream("stdout", f"[sync] {synced.text()}\n")])
         cell_id = f"{len(self.cells) + 1}-{uuid.uuid4().hex[:8]}"
         self.cells.append(CellRun(cell_id, source))
         events: queue.Queue[tuple[int, Event]] = queue.Queue()
@@ -352,6 +383,10 @@ class Session:
         """The named values from one host."""
         [chosen] = self._targets([host])
         return values.loads(self._ready_handles()[chosen].pull(list(names)), f"host {chosen}")
+
+    def pip(self, argv: Sequence[str]) -> list[PipReply]:
+        """pip with ``argv`` on every host at once (``packages``' rules); each host's reply."""
+        return self._on_every(lambda handle: handle.pip(list(argv)))
 
     def status(self) -> list[Any]:
         """Every host's ``HostStatus``."""
