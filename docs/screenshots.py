@@ -7,6 +7,8 @@ embedded controller.
   to its steps (one running on TPU, one done), a failed sweep, a gang that waits, saying why.
 * ``sidebar-job.png``: the sidebar with the running training step open: its parent, its tasks and
   its live log.
+* ``watching.png``: a job whose task grows past its 256 MiB request, open in the sidebar: its CPU
+  and memory sparklines, the memory bar, the over-request warning and the event timeline.
 
 Nothing is faked: the jobs run as task processes, and every figure on screen is what the lab shows.
 The coordinator's steps are launched as its task would launch them (a LaunchJob named
@@ -73,6 +75,18 @@ print("accuracy 0.764")
 SWEEP = """\
 print("lr 3e-4, warmup 2000")
 raise RuntimeError("loss is nan at step 812: lower the learning rate")
+"""
+
+
+GROWS = """\
+import time
+held = []
+for step in range(1, 100_000):
+    if len(held) < 16:
+        held.append(b"x" * (20 * 2**20))  # ~320 MiB after 16 steps
+    sum(range(300_000))
+    print(f"step {step:5d}  holding {20 * len(held)} MiB", flush=True)
+    time.sleep(0.5)
 """
 
 
@@ -200,6 +214,32 @@ def sidebar(page: Page, lab: Lab, ids: dict[str, str]) -> None:
     expect(view.locator(".fj-Logs .fj-LogLine").first).to_be_visible(timeout=30_000)
     page.wait_for_timeout(3000)  # let the log tail fill (it follows the job), then photograph it
     shoot_sidebar(page, "sidebar-job.png")
+
+
+def watching(page: Page, lab: Lab, client: FrayClient) -> None:
+    """Submit ``GROWS`` with a 256 MiB request, open it in the (widened) sidebar, wait for the
+    over-request warning and a few samples, photograph the job view's usage and timeline."""
+    job_id = client.submit(plan(python_job("finetune-small", GROWS, ResourceConfig.with_cpu(ram="256m")), user=USER))
+    try:
+        page.set_viewport_size(VIEWPORT)
+        page.goto(f"{lab.url}/lab/workspaces/watching?token={lab.token}")
+        page.wait_for_function("() => window.jupyterapp?.restored")
+        page.evaluate("async () => { await window.jupyterapp.restored; }")
+        page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
+        handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle:not(.lm-mod-hidden)").first.bounding_box()
+        assert handle is not None
+        page.mouse.move(handle["x"] + handle["width"] / 2, 300)
+        page.mouse.down()
+        page.mouse.move(SIDEBAR_WIDTH, 300, steps=5)
+        page.mouse.up()
+        page.locator(f".fj-JobRow[data-job-id='{job_id}']").click()
+        view = page.locator(".fj-JobView")
+        expect(view.locator(".fj-Usage-warning")).to_be_visible(timeout=60_000)
+        page.wait_for_timeout(6000)  # a few more samples on the sparklines
+        view.locator(".fj-Tasks").evaluate("node => node.scrollIntoView({block: 'start'})")
+        shoot_sidebar(page, "watching.png")
+    finally:
+        client.terminate(job_id)
 
 
 def main() -> int:

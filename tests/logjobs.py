@@ -33,6 +33,28 @@ def researcher_script(*, fail: bool = False, step_s: float = 0.0) -> str:
     ])
 
 
+def collapsing_script(outer: int = 3, inner: int = 500) -> str:
+    """Python for a task that prints ``COLOURED``, then draws nested tqdm bars on stderr (``outer``
+    steps, each a ``leave=False`` bar of ``inner`` steps: every step drawn, a few thousand redraws)
+    and prints a traceback ending in ``EXCEPTION_LINE``: its newest rows collapse into a few lines.
+    It exits 0, so every task of a job running it writes its whole log (a failed task would end
+    its siblings mid-bar)."""
+    return "\n".join([
+        "import traceback",
+        "from tqdm import tqdm",
+        f"print({COLOURED!r}, flush=True)",
+        f"for _ in tqdm(range({outer}), position=0, mininterval=0, miniters=1):",
+        f"    for _ in tqdm(range({inner}), position=1, leave=False, mininterval=0, miniters=1):",
+        "        pass",
+        "def step(n):",
+        f"    raise ValueError({EXCEPTION_LINE.split(': ', 1)[1]!r})",
+        "try:",
+        "    step(1000)",
+        "except ValueError:",
+        "    traceback.print_exc()",
+    ])
+
+
 def many_lines_script(count: int) -> str:
     """Python for a task that prints ``line <i> of <count>`` for i = 1..count, as fast as it can."""
     return (f"import sys\nsys.stdout.writelines(f'line {{i}} of {count}\\n' for i in range(1, {count + 1}))")

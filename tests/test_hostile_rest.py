@@ -18,7 +18,12 @@ from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.runtime_file import runtime_file_path, write_runtime_file
 from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
-from tests.fray_rest import Reply, fetch, job_path
+from tests.fray_rest import (
+    Reply,
+    fetch,
+    job_path,
+    jp_server_config,  # noqa: F401 - fixtures
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,15 +41,6 @@ def known_job(controller: ControllerProcess) -> str:
     wire.wait(job_id, {job_pb2.JOB_STATE_SUCCEEDED})
     wire.close()
     return job_id
-
-
-@pytest.fixture
-def jp_server_config() -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"fray_jupyter": True, "jupyter_server_terminals": False},
-                      "allow_unauthenticated_access": False},
-        "FrayServer": {"start_controller": False},
-    }
 
 
 @pytest.fixture

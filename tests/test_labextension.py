@@ -20,29 +20,13 @@ from fray_jupyter.views.job import badge_html, duration
 from fray_jupyter.views.logtail import collapse
 from fray_jupyter.views.statustext import status_spans
 from fray_jupyter.views.words import STATE_WORDS, state_word
-
-LABEXTENSION = Path(__file__).resolve().parents[1] / "labextension"
+from tests.labext_node import LABEXTENSION, compile_for_node, node
 
 
 @pytest.fixture(scope="module")
 def unit_build() -> Path:
     """The labextension compiled for Node (``tsconfig.test.json``): its ``lib/unit`` folder."""
-    assert (LABEXTENSION / "node_modules").is_dir(), (
-        "labextension/node_modules is missing: `pip install -e .` (or `npm install` in labextension/) installs it")
-    compiled = subprocess.run(["npx", "tsc", "-p", "tsconfig.test.json"], cwd=LABEXTENSION, capture_output=True,
-                              text=True, timeout=120, check=False)
-    assert compiled.returncode == 0, compiled.stdout[-2000:]
-    return LABEXTENSION / "lib" / "unit"
-
-
-def node(unit: Path, module: str, call: str, values: object) -> object:
-    """``call`` (a JavaScript expression over ``m``, the compiled ``module``, and ``values``) in Node."""
-    script = (f"const m = require({json.dumps(str(unit / 'src' / module))});"
-              f"const values = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-              f"process.stdout.write(JSON.stringify({call}));")
-    done = subprocess.run(["node", "-e", script], input=json.dumps(values), capture_output=True, text=True,
-                          timeout=60, check=True)
-    return json.loads(done.stdout)
+    return compile_for_node()
 
 
 def test_typescript_unit_suite_passes(unit_build: Path) -> None:
@@ -57,11 +41,19 @@ def test_typescript_unit_suite_passes(unit_build: Path) -> None:
     assert passed and failed and int(passed.group(1)) >= 15 and failed.group(1) == "0", output[-2000:]
 
 
-def test_the_sidebar_log_palette_is_the_panels() -> None:
-    css = (LABEXTENSION / "style" / "logs.css").read_text()
-    for part, prop in (("fg", "color"), ("bg", "background-color")):
-        found = dict(re.findall(rf"\.fj-ansi-{part}-(\d+)\s*{{\s*{prop}: (#[0-9a-f]{{6}});\s*}}", css))
-        assert [found.get(str(index)) for index in range(16)] == list(PALETTE), part
+def test_the_sidebar_colours_logs_with_jupyterlabs_classes_which_are_the_panels_palette(unit_build: Path) -> None:
+    """The sidebar restates no palette: each palette class of a span also gets JupyterLab's own
+    (``jlansi.ts``), whose colour in ``@jupyterlab/rendermime`` is the panel's (``views.ansi.PALETTE``)."""
+    rendermime = (LABEXTENSION / "node_modules" / "@jupyterlab" / "rendermime" / "style" / "base.css").read_text()
+    names = [f"{part}-{index}" for part in ("fg", "bg") for index in range(16)]
+    classes = node(unit_build, "jlansi.js", "values.map(m.jupyterLabClass)", [*names, "bold", "dim"])
+    assert classes[-2:] == ["ansi-bold", ""]
+    for name, jupyterlab in zip(names, classes, strict=False):
+        prop = "color" if name.startswith("fg") else "background-color"
+        found = re.search(rf"\.jp-RenderedText pre \.{jupyterlab}\s*{{\s*{prop}: (#[0-9a-f]{{6}});", rendermime)
+        assert found and found.group(1) == PALETTE[int(name.split("-")[1])], (name, jupyterlab)
+    css = "".join(path.read_text() for path in (LABEXTENSION / "style").glob("*.css"))
+    assert not any(colour in css for colour in PALETTE)
 
 
 KEYS = [("/u/j/0:0", "stderr"), ("/u/j/0:0", "stdout"), ("/u/j/1:0", "stderr")]

@@ -38,7 +38,7 @@ def test_the_wheel_ships_the_prebuilt_labextension(wheel: zipfile.ZipFile) -> No
     assert f"{LABEXTENSION}/static/style.js" in names
     assert json.loads(wheel.read(f"{LABEXTENSION}/install.json"))["packageName"] == "fray-jupyter"
     schema = json.loads(wheel.read(f"{LABEXTENSION}/schemas/fray-jupyter/plugin.json"))
-    assert set(schema["properties"]) == {"refreshInterval", "maxRefreshInterval", "notifications"}
+    assert set(schema["properties"]) == {"refreshInterval", "maxRefreshInterval", "notifications", "silenceSeconds"}
 
 
 def test_the_wheel_enables_the_server_extension(wheel: zipfile.ZipFile) -> None:

@@ -10,7 +10,8 @@ import typing
 from pathlib import Path
 from typing import Any, Final, get_args, get_origin, get_type_hints, is_typeddict
 
-from fray_jupyter.client.client import SCOPES, SORT_FIELDS
+from fray_jupyter import vocabulary
+from fray_jupyter.client.listing import SCOPES, SORT_FIELDS
 from fray_jupyter.iris.states import (
     JOB_STATES,
     TASK_STATES,
@@ -24,7 +25,8 @@ from fray_jupyter.server import contract
 SRC: Final = Path(__file__).resolve().parents[1] / "labextension" / "src"
 REQUESTS: Final = frozenset({"IJobQuery"})
 """Interfaces of what the sidebar sends, not of what the server answers."""
-SCALARS: Final[dict[object, str]] = {str: "string", int: "number", bool: "boolean", type(None): "null"}
+SCALARS: Final[dict[object, str]] = {str: "string", int: "number", float: "number", bool: "boolean",
+                                     type(None): "null"}
 
 
 def ts_type(annotation: Any) -> str:
@@ -78,11 +80,9 @@ def test_the_job_query_offers_the_server_s_choices() -> None:
 
 
 def test_the_sidebar_s_states_are_iris_s() -> None:
-    badges = (SRC / "badges.ts").read_text()
-    listed = re.search(r"export const JOB_STATES: readonly string\[\] = \[(.*?)\];", badges, re.DOTALL)
-    assert listed and tuple(re.findall(r"'(\w+)'", listed.group(1))) == JOB_STATES
-    table = badges[badges.index("const BADGES"):badges.index("};", badges.index("const BADGES"))]
-    terminal = dict(re.findall(r"(\w+): \{[^}]*?terminal: (true|false)", table, re.DOTALL))
+    """The sidebar's states come from the display vocabulary (generated into ``vocabulary.ts``): it
+    names every job and task state Iris has, and calls final exactly Iris's terminal ones."""
     finished = {job_state_name(s) for s in TERMINAL_JOB_STATES} | {task_state_name(s) for s in TERMINAL_TASK_STATES}
-    assert set(JOB_STATES) | set(TASK_STATES) <= set(terminal)
-    assert {name for name, flag in terminal.items() if flag == "true"} == finished
+    assert set(JOB_STATES) | set(TASK_STATES) <= set(vocabulary.STATES)
+    assert {name for name, look in vocabulary.STATES.items() if look.terminal} == finished
+    assert set(vocabulary.FILTER_STATES) <= set(JOB_STATES)

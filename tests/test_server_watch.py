@@ -15,13 +15,14 @@ import pytest
 from pytest_jupyter.jupyter_server import *
 
 from fray_jupyter.client import FrayClient
-from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
+from fray_jupyter.client.discovery import URL_ENV
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.runtime_file import runtime_file_path, write_runtime_file
 from fray_jupyter.server.link import ControllerLink
 from fray_jupyter.server.watch import ChangeHub
 from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
+from tests.fray_rest import jp_server_config, no_controller_env  # noqa: F401 - fixtures
 from tests.real_iris import real_iris_controller
 
 
@@ -30,21 +31,6 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerP
     process = start_controller(tmp_path_factory.mktemp("watch") / "state", "--slots", "4")
     yield process
     stop_quietly(process)
-
-
-@pytest.fixture
-def jp_server_config() -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"fray_jupyter": True, "jupyter_server_terminals": False},
-                      "allow_unauthenticated_access": False},
-        "FrayServer": {"start_controller": False},
-    }
-
-
-@pytest.fixture(autouse=True)
-def no_controller_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(URL_ENV, raising=False)
-    monkeypatch.delenv(TOKEN_ENV, raising=False)
 
 
 def _launch(controller: ControllerProcess, command: str = "true") -> str:

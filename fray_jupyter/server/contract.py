@@ -270,3 +270,80 @@ class SessionList(TypedDict):
     """``GET /fray/sessions``: the sessions with a host ready, by job id."""
 
     sessions: list[SessionRow]
+
+
+class UsageSample(TypedDict):
+    """One ``iris.task`` sample for a sparkline: when (epoch ms), CPU (millicores), memory (MiB)."""
+
+    ts: int
+    cpu: int
+    mem: int
+
+
+class TaskUsage(TypedDict):
+    """``GET /fray/jobs/<id>/usage``, one task (``server.usage``): its newest sample (``now_*``,
+    null before the first), its peak memory, what its job requested per task, its recent samples
+    oldest first, the over-request ``warning`` ("" when none), the ready words of its numbers
+    (``memory_text``; ``cpu_text`` and ``requested_cpu_text`` in cores), when it last reported status text and last wrote a log line,
+    and ``quiet_since_ms``: its newest sign of life while it runs (null when not running)."""
+
+    task_id: str
+    index: int | None
+    state: str
+    now_cpu_millicores: int | None
+    now_memory_mb: int | None
+    peak_memory_mb: int
+    requested_cpu_millicores: int
+    requested_memory_mb: int
+    samples: list[UsageSample]
+    warning: str
+    memory_text: str
+    cpu_text: str
+    requested_cpu_text: str
+    status_ms: int | None
+    last_output_ms: int | None
+    quiet_since_ms: int | None
+
+
+class UsageTotals(TypedDict):
+    """A job tree's totals (``client.usage.tree_totals``) and the one line that says them
+    (``views.usage.totals_words``)."""
+
+    cpu_hours: float
+    wall_hours: float
+    peak_memory_mb: int
+    tasks: int
+    text: str
+
+
+class JobUsage(TypedDict):
+    """``GET /fray/jobs/<id>/usage``: each task's usage, by index, the tree's totals, and why there is
+    none when the controller's stats could not be read ("" when they could), and how long a running
+    task may be quiet before it is said to be silent (``client.liveness``)."""
+
+    job_id: str
+    tasks: list[TaskUsage]
+    totals: UsageTotals
+    note: str
+    silence_after_ms: int
+
+
+class TimelineEntry(TypedDict):
+    """One entry of a task's timeline: an ``iris.task_event`` row (``kind`` "event") or a state
+    change the controller's ``TaskStatus`` attempts record (``kind`` "state": submitted, running,
+    exited), with its time (epoch ms), type (Normal/Warning), reason, message and source."""
+
+    kind: str
+    task_id: str
+    attempt_id: int
+    ts_ms: int
+    type: str
+    reason: str
+    message: str
+    source: str
+
+
+class JobEvents(TypedDict):
+    """``GET /fray/jobs/<id>/events``: the job's task timeline, newest first."""
+
+    events: list[TimelineEntry]

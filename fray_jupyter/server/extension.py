@@ -40,9 +40,11 @@ from fray_jupyter.server.handlers import (
     TaskHandler,
     UsersHandler,
 )
+from fray_jupyter.server.inspect import ExecHandler, ProfileHandler
 from fray_jupyter.server.link import ControllerLink
 from fray_jupyter.server.logs import LogDownloadHandler, LogsHandler
 from fray_jupyter.server.sessions import SessionsHandler
+from fray_jupyter.server.usage import TimelineHandler, UsageHandler
 from fray_jupyter.server.watch import ChangeHub
 
 JOB: Final[str] = r"(?P<job_id>[^/]+)"
@@ -57,9 +59,13 @@ ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     ("fray/jobs", JobsHandler),
     (f"fray/jobs/{JOB}", JobHandler),
     (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})", TaskHandler),
+    (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})/profile", ProfileHandler),
+    (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})/exec", ExecHandler),
     (f"fray/jobs/{JOB}/logs", LogsHandler),
     (f"fray/jobs/{JOB}/logs/download", LogDownloadHandler),
     (f"fray/jobs/{JOB}/cancel", CancelHandler),
+    (f"fray/jobs/{JOB}/usage", UsageHandler),
+    (f"fray/jobs/{JOB}/events", TimelineHandler),
     (f"fray/jobs/{JOB}/outputs", OutputsHandler),
     (f"fray/jobs/{JOB}/endpoints", EndpointsHandler),
     (f"fray/jobs/{JOB}/outputs/(?P<index>[0-9]{{1,6}})/(?P<path>.+)", OutputFileHandler),

@@ -41,10 +41,10 @@ from fray_jupyter.client import (
     LoginRequired,
     results,
 )
-from fray_jupyter.client.client import SCOPES, SORT_FIELDS
 from fray_jupyter.client.clusters import CLUSTER_NAME, list_clusters, marin_unavailable
 from fray_jupyter.client.diagnostics import diagnose, retry_limits
 from fray_jupyter.client.discovery import NO_CONTROLLER_URL
+from fray_jupyter.client.listing import SCOPES, SORT_FIELDS
 from fray_jupyter.iris.states import JOB_STATES, MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET, task_id_for
 from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.server import contract, serialize
@@ -84,7 +84,10 @@ class ApiError(tornado.web.HTTPError):
 
 
 def api_error(error: FrayError) -> ApiError:
-    """The HTTP answer for a client error (see ``HTTP_STATUS``)."""
+    """The HTTP answer for a client error (see ``HTTP_STATUS``); the controller's refusal of a
+    caller who is not the job's owner is 403 ``permission_denied``."""
+    if error.code == "permission_denied":
+        return ApiError(403, str(error), "permission_denied")
     for cls, status, code in HTTP_STATUS:
         if isinstance(error, cls):
             return ApiError(status, str(error), code, expected=cls is ControllerUnreachable and error.url == NO_CONTROLLER_URL)

@@ -14,6 +14,10 @@ settings choose (``c.FrayServer.cluster``, else ``$FRAY_CLUSTER`` / ``$MARIN_CLU
 per server and its client kept (``client.clusters``); a cluster that stops answering is dropped so
 that the next request resolves it again. Selecting ``""`` means the embedded controller (or
 ``$FRAY_CONTROLLER_URL``), whatever the settings say.
+
+Retries: a request resends a call for ``RETRY_FOR`` seconds at most (``client.retry``'s curve), so
+the sidebar hears of trouble quickly; a status that gave up says after how many attempts and how
+long, in ``client.retry``'s words, and the sidebar's next poll tries again.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fray_jupyter.client import ControllerUnreachable, FrayClient, FrayError
+from fray_jupyter.client import ControllerUnreachable, FrayClient, FrayError, retry
 from fray_jupyter.client.clusters import chosen_cluster, connect_cluster
 from fray_jupyter.client.discovery import URL_ENV, resolve
 
@@ -105,10 +109,13 @@ class ControllerLink:
         except FrayError as error:  # none configured or running, or the one started did not come up
             return LinkStatus("", False, str(error), name)
         dashboard = client.cluster.dashboard_url if client.cluster is not None else None
+        heard: list[retry.Retrying] = []
         try:
-            self.run(lambda c: c.list(limit=1))
+            with retry.watching_here(heard.append):
+                self.run(lambda c: c.list(limit=1))
         except FrayError as error:
-            return LinkStatus(client.url, False, str(error), name, dashboard)
+            gave_up = [event.words() for event in heard if event.phase == "gave up"]
+            return LinkStatus(client.url, False, f"{error} ({gave_up[-1]})" if gave_up else str(error), name, dashboard)
         return LinkStatus(client.url, True, None, name, dashboard)
 
     def close(self) -> None:

@@ -17,9 +17,11 @@ import type {
   IControllerStatus,
   IJobDetail,
   IJobEndpoints,
+  IJobEvents,
   IJobOutputs,
   IJobPage,
   IJobQuery,
+  IJobUsage,
   ILogPage,
   ISessionList,
   IUserList
@@ -149,6 +151,16 @@ export function logDownloadUrl(jobId: string): string {
 /** Terminate the job; resolves to its status afterwards. */
 export function cancelJob(jobId: string): Promise<ICancelResult> {
   return request<ICancelResult>(jobPath(jobId, 'cancel'), { method: 'POST' });
+}
+
+/** Each task's CPU and memory (newest, peak, recent samples), its warning and signs of life, and the tree's totals. */
+export function getUsage(jobId: string): Promise<IJobUsage> {
+  return request<IJobUsage>(jobPath(jobId, 'usage'));
+}
+
+/** The job's task timeline (Iris's task events and the tasks' state changes), newest first. */
+export function getTimeline(jobId: string): Promise<IJobEvents> {
+  return request<IJobEvents>(jobPath(jobId, 'events'));
 }
 
 /** The cluster the server is on and the named clusters the user has. */

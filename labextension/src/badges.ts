@@ -2,13 +2,15 @@
  * Job and task state → badge. Pure (no DOM, no JupyterLab), unit-tested.
  *
  * Rule: states are the server's names (Iris's enum without its prefix, lower-cased:
- * `running`, `worker_failed`…); each maps to a short label (the status panel's word for it,
- * `fray_jupyter/views/words.py`, as `tests/test_labextension.py` checks) and a tone that the stylesheet colours;
- * an unknown name is shown as itself, neutral, so a newer controller never breaks the list.
+ * `running`, `worker_failed`…); each reads as the display vocabulary says (`vocabulary.ts`,
+ * generated from `fray_jupyter/vocabulary.py`): its word, tone, finality and sentence; an
+ * unknown name is shown as itself, neutral, so a newer controller never breaks the list.
  */
+import { FILTER_STATES, OTHER_TONE, STATES } from './vocabulary';
+import type { Tone } from './vocabulary';
 
-/** The tones the stylesheet knows (`fj-Badge-<tone>`). */
-export type Tone = 'neutral' | 'active' | 'success' | 'danger' | 'warning';
+/** The tones the stylesheet knows (`fj-Badge-<tone>`, style/vocabulary.css). */
+export type { Tone };
 
 export interface IBadge {
   /** Text on the badge (never colour alone). */
@@ -21,58 +23,16 @@ export interface IBadge {
 }
 
 /** Job states a user can filter by, in the order the filter lists them. */
-export const JOB_STATES: readonly string[] = [
-  'pending',
-  'building',
-  'running',
-  'succeeded',
-  'failed',
-  'killed',
-  'worker_failed',
-  'unschedulable'
-];
-
-const BADGES: Readonly<Record<string, IBadge>> = {
-  unspecified: { label: 'unknown', tone: 'neutral', terminal: false, description: 'State not reported yet.' },
-  pending: { label: 'pending', tone: 'neutral', terminal: false, description: 'Waiting for capacity.' },
-  assigned: { label: 'assigned', tone: 'active', terminal: false, description: 'Placed on a worker, starting.' },
-  building: { label: 'building', tone: 'active', terminal: false, description: 'Preparing the environment.' },
-  running: { label: 'running', tone: 'active', terminal: false, description: 'Running.' },
-  succeeded: { label: 'succeeded', tone: 'success', terminal: true, description: 'Finished successfully.' },
-  failed: { label: 'failed', tone: 'danger', terminal: true, description: 'Finished with an error.' },
-  killed: { label: 'killed', tone: 'warning', terminal: true, description: 'Stopped before it finished.' },
-  worker_failed: {
-    label: 'worker failed',
-    tone: 'danger',
-    terminal: true,
-    description: 'Its worker was lost.'
-  },
-  unschedulable: {
-    label: 'unschedulable',
-    tone: 'danger',
-    terminal: true,
-    description: 'No capacity can ever run it as requested.'
-  },
-  preempted: { label: 'preempted', tone: 'warning', terminal: true, description: 'Preempted by other work.' },
-  cosched_failed: {
-    label: 'gang failed',
-    tone: 'danger',
-    terminal: true,
-    description: 'Another task of its co-scheduled group failed.'
-  },
-  missing: { label: 'missing', tone: 'warning', terminal: false, description: 'Its worker stopped reporting it.' }
-};
+export const JOB_STATES: readonly string[] = FILTER_STATES;
 
 /** The badge of a job or task state name. */
 export function badgeFor(state: string): IBadge {
-  return (
-    BADGES[state] ?? {
-      label: state.replace(/_/g, ' ') || 'unknown',
-      tone: 'neutral',
-      terminal: false,
-      description: `State "${state}".`
-    }
-  );
+  const look = STATES[state];
+  if (look) {
+    return { label: look.word, tone: look.tone, terminal: look.terminal, description: look.description };
+  }
+  const label = state.replace(/_/g, ' ') || STATES.unspecified.word; // no name: not reported yet
+  return { label, tone: OTHER_TONE, terminal: false, description: `State "${state}".` };
 }
 
 /** Whether a job in `state` can still change. */

@@ -4,6 +4,7 @@
  */
 import type { ISpan } from './ansi';
 import { badgeFor } from './badges';
+import { jupyterLabClass } from './jlansi';
 
 export interface IElementOptions {
   className?: string;
@@ -60,7 +61,8 @@ export function button(label: string, onClick: () => void, options: IElementOpti
 }
 
 /** The DOM of one styled span of a terminal line (`ansi.ts`): plain text as a text node, colours
- * as `fj-ansi-*` classes or inline CSS, a link as an `<a>` opening a new tab with `noopener`. */
+ * as `fj-ansi-*` classes with JupyterLab's own (`jlansi.ts`; they colour it inside a `jp-RenderedText`
+ * `pre`) or inline CSS, a link as an `<a>` opening a new tab with `noopener`. */
 export function spanNode(span: ISpan): HTMLElement | Text {
   if (!span.href && !span.classes.length && !span.style) {
     return document.createTextNode(span.text);
@@ -69,7 +71,10 @@ export function spanNode(span: ISpan): HTMLElement | Text {
     ? el('a', { text: span.text, attrs: { href: span.href, ...NEW_TAB } })
     : el('span', { text: span.text });
   if (span.classes.length) {
-    node.className = span.classes.map(name => `fj-ansi-${name}`).join(' ');
+    node.className = span.classes
+      .flatMap(name => [`fj-ansi-${name}`, jupyterLabClass(name)])
+      .filter(Boolean)
+      .join(' ');
   }
   if (span.style) {
     node.setAttribute('style', span.style);

@@ -31,6 +31,7 @@ import { notifyFinished } from './notify';
 import { JobsPanel } from './panel';
 import { BackoffPoll } from './poll';
 import { PushStream } from './push';
+import { usageSettings } from './usage';
 
 const PLUGIN_ID = 'fray-jupyter:plugin';
 const COMMAND = 'fray-jupyter:show-jobs';
@@ -126,9 +127,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
+    // An open, active job's usage changes without a job change: the poll follows it then (only then).
+    const watching = (): boolean => model.open !== null && !model.open.job.terminal;
     const pushed = (): boolean =>
       push.connected &&
       model.connectionError === null &&
+      !watching() &&
       (push.source === 'feed' || (push.source === 'poll' && model.open === null));
     const poll = new BackoffPoll({
       refresh: () => refresh(),
@@ -166,6 +170,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .then(settings => {
           const apply = (): void => {
             notifications = settings.get('notifications').composite as boolean;
+            const silence = settings.get('silenceSeconds').composite;
+            usageSettings.silenceMs = typeof silence === 'number' ? silence * 1000 : null;
             push.update();
             poll.backoff = backoffFromSettings(
               settings.get('refreshInterval').composite as number,

@@ -1,7 +1,8 @@
 /**
  * The open job: what it is (a child names its parent, as a link), why it waits or failed, its
  * failures against the job's limits, its child jobs, its tasks (`taskview.ts`), its live log
- * (`logview.ts`), and Cancel (after a confirmation dialog). On a named cluster it links to the
+ * (`logview.ts`), how each task uses what it asked for (`usage.ts`: sparklines, memory bar, warning,
+ * the tree's totals) and the task timeline (`timeline.ts`), and Cancel (after a confirmation dialog). On a named cluster it links to the
  * job's page on the cluster's own Iris dashboard. Rendered from `JobsModel.open`.
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
@@ -22,8 +23,10 @@ import { dashboardJobUrl } from './links';
 import { LogView } from './logview';
 import type { IOpenJob, JobsModel } from './model';
 import { leafName, taskBar } from './rows';
-import { taskRows } from './taskview';
-import type { IJob, IRetryLimits, ITaskOutputs } from './types';
+import { TASK_COLUMNS, taskRows } from './taskview';
+import { timelineItems } from './timeline';
+import type { IJob, IRetryLimits, ITaskOutputs, ITaskUsage } from './types';
+import { UsageView } from './usage';
 
 /** Output files shown inline: images (as `<img>`, never as a page) up to 4 MiB, text up to 256 KiB. */
 const IMAGE = /\.(png|jpe?g|gif|webp|svg)$/i;
@@ -77,9 +80,7 @@ export class JobView {
           el('thead', {
             children: [
               el('tr', {
-                children: ['#', 'State', 'Attempts', 'Exit', 'Note'].map(h =>
-                  el('th', { text: h, attrs: { scope: 'col' } })
-                )
+                children: TASK_COLUMNS.map(h => el('th', { text: h, attrs: { scope: 'col' } }))
               })
             ]
           }),
@@ -89,6 +90,10 @@ export class JobView {
       this._outputsHead,
       this._outputs,
       this._endpoints.node,
+      this._usageHead,
+      this._usage,
+      this._timelineHead,
+      this._timeline,
       el('h4', { text: 'Log' }),
       this._log.node
     );
@@ -109,10 +114,39 @@ export class JobView {
     this._renderFacts(job, open.limits);
     this._renderLinks(job);
     this._renderChildren(open);
-    this._tasks.replaceChildren(...taskRows(tasks, open.limits, this._tasks, job.status_message));
+    if (!sameJob) {
+      this._usageBlocks.clear();
+    }
+    const usage = new Map<string, ITaskUsage>((open.watch.usage?.tasks ?? []).map(task => [task.task_id, task]));
+    const watch = { usage, now: this.now(), silenceAfterMs: open.watch.usage?.silence_after_ms ?? Infinity };
+    this._tasks.replaceChildren(...taskRows(tasks, open.limits, this._tasks, job.status_message, watch));
+    this._renderWatch(open);
     this._renderOutputs(open, sameJob);
     this._endpoints.show(job.job_id, job.terminal);
     this._log.show(open.log, job.terminal);
+  }
+
+  /** Each task's usage block and the tree's totals; the task timeline, newest first. */
+  private _renderWatch(open: IOpenJob): void {
+    const { usage, timeline, error } = open.watch;
+    const tasks = (usage?.tasks ?? []).filter(task => task.now_memory_mb !== null); // sampled ones
+    const notes = [error, usage?.note ?? ''].filter(Boolean);
+    this._usageHead.hidden = this._usage.hidden = !tasks.length && !notes.length;
+    const blocks = tasks.map(task => {
+      const block = this._usageBlocks.block(task);
+      return tasks.length > 1
+        ? el('div', { children: [el('div', { text: `Task ${task.index ?? task.task_id}` }), block] })
+        : block;
+    });
+    this._usage.replaceChildren(
+      ...(usage && tasks.length
+        ? [el('p', { className: 'fj-Usage-totals', text: `Job tree: ${usage.totals.text}` })]
+        : []),
+      ...blocks,
+      ...notes.map(text => el('p', { className: 'fj-Muted fj-Wrap', text }))
+    );
+    this._timelineHead.hidden = this._timeline.hidden = timeline === null;
+    this._timeline.replaceChildren(...timelineItems(timeline ?? []));
   }
 
   /** "parent: …" (opens the parent) for a child job; the Iris dashboard's page on a named cluster. */
@@ -279,6 +313,11 @@ export class JobView {
   private _tasks: HTMLTableSectionElement;
   private _log = new LogView();
   private _endpoints = new EndpointsView();
+  private _usageHead = el('h4', { text: 'Usage' });
+  private _usage = el('div', { className: 'fj-UsageView' });
+  private _usageBlocks = new UsageView();
+  private _timelineHead = el('h4', { text: 'Events' });
+  private _timeline = el('ol', { className: 'fj-Timeline', attrs: { 'aria-label': 'Task events, newest first' } });
   private _outputsHead = el('h4', { text: 'Outputs' });
   private _outputs = el('div', { className: 'fj-OutputsView' });
   private _outputsKey = '';

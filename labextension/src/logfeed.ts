@@ -11,6 +11,8 @@
  * `changed` fires after each one that changed anything, `version` counts them. `latest`, `open`,
  * a filter and `traceback` start a new view of the log: an `older` or `newer` asked for before
  * them, still waiting its turn, is dropped (its page would move the view away from where it went).
+ * An `older` or `newer` read is over before its `changed` fires, so a view that is still short of
+ * rows after it (a page that collapsed into a few lines) asks for the next one from its handler.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -87,13 +89,17 @@ export class LogFeed {
   older(): Promise<boolean> {
     const epoch = this._epoch;
     this._older ??= this._run(async () => {
-      if (epoch !== this._epoch || this.window.atStart || !this.window.rows.length) {
-        return false;
+      try {
+        if (epoch !== this._epoch || this.window.atStart || !this.window.rows.length) {
+          return false;
+        }
+        const page = await this._read(0, { tail: true, before: this.window.firstSeq });
+        this.window.prepend(page.entries, page.entries.length < PAGE);
+        return true;
+      } finally {
+        this._older = null; // before `changed` fires: a view still short of rows asks for the next page
       }
-      const page = await this._read(0, { tail: true, before: this.window.firstSeq });
-      this.window.prepend(page.entries, page.entries.length < PAGE);
-      return true;
-    }).finally(() => (this._older = null));
+    });
     return this._older;
   }
 
@@ -101,13 +107,17 @@ export class LogFeed {
   newer(): Promise<boolean> {
     const epoch = this._epoch;
     this._newer ??= this._run(async () => {
-      if (epoch !== this._epoch || this.window.atEnd) {
-        return false;
+      try {
+        if (epoch !== this._epoch || this.window.atEnd) {
+          return false;
+        }
+        const page = await this._read(this.window.lastSeq);
+        this.window.append(page.entries, page.cursor, page.entries.length < PAGE);
+        return true;
+      } finally {
+        this._newer = null; // before `changed` fires, as for `older`
       }
-      const page = await this._read(this.window.lastSeq);
-      this.window.append(page.entries, page.cursor, page.entries.length < PAGE);
-      return true;
-    }).finally(() => (this._newer = null));
+    });
     return this._newer;
   }
 

@@ -10,7 +10,10 @@
  * - Follow: while the list is scrolled to its bottom and holds the newest row it stays there as
  *   rows come; scrolled up, the rows in view stay in view (anchored by cursor) and "Jump to latest"
  *   shows. Scrolling near the top (or the bottom, when the newest rows were dropped) reads the next
- *   page; rows beyond `MAX_ROWS` are dropped on the side away from the reader.
+ *   page, and so does every change that leaves the view near an edge: rows that do not fill the view
+ *   (a tail page of tqdm redraws collapses into a dozen lines, so there is no scrollbar to scroll)
+ *   are followed by the pages before them until the view is full or the log's first row is held.
+ *   Rows beyond `MAX_ROWS` are dropped on the side away from the reader.
  * - The filter is sent to the controller (typing waits `FILTER_DELAY_MS`); "Jump to traceback"
  *   scrolls to the job's last traceback, marked through its exception line; "Download full log" is
  *   a link to the server's streamed download.
@@ -76,8 +79,8 @@ export class LogView {
     });
     this._download = el('a', { className: 'fj-Link fj-LogDownload', text: 'Download full log' });
     this._note = el('p', { className: 'fj-Muted fj-LogNote' });
-    this._rows = el('div', { className: 'fj-LogRows' });
-    this._spacer = el('div', { className: 'fj-LogSpacer', children: [this._rows] });
+    this._rows = el('pre', { className: 'fj-LogRows' }); // JupyterLab's ANSI classes colour inside a `pre`
+    this._spacer = el('div', { className: 'fj-LogSpacer jp-RenderedText', children: [this._rows] });
     this._scroller = el('div', {
       className: 'fj-Logs',
       attrs: { tabindex: '0', 'aria-label': 'Job log', role: 'log', 'aria-live': 'off' },
@@ -136,6 +139,7 @@ export class LogView {
     } else if (this._anchorSeq) {
       this._scroller.scrollTop = indexOfSeq(rows, this._anchorSeq) * ROW_PX + this._anchorOffset;
     }
+    this._anchorFromScroll(); // the row at the top stays there when the next page comes (or newer ones go)
     this._render(true);
     this._prefetch(feed, this._scroller.scrollTop, this._scroller.clientHeight);
     this._latest.hidden = this._stick && feed.window.atEnd && !feed.marked;
@@ -274,7 +278,7 @@ export class LogView {
   private _traceback: HTMLButtonElement;
   private _download: HTMLAnchorElement;
   private _note: HTMLParagraphElement;
-  private _rows: HTMLDivElement;
+  private _rows: HTMLPreElement;
   private _spacer: HTMLDivElement;
   private _scroller: HTMLDivElement;
 }

@@ -15,13 +15,23 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { FrayApiError, cancelJob, getJob, getOutputs, getStatus, listChildren, listJobs } from './api';
+import {
+  FrayApiError,
+  cancelJob,
+  getJob,
+  getOutputs,
+  getStatus,
+  getTimeline,
+  getUsage,
+  listChildren,
+  listJobs
+} from './api';
 import { fingerprint, JobWatcher } from './changes';
 import { errorText } from './format';
 import { JobListing } from './listing';
 import { LogFeed } from './logfeed';
 import { DEFAULT_VIEW, pageQuery } from './scope';
-import type { IControllerStatus, IJob, ITask, ITaskOutputs, IRetryLimits } from './types';
+import type { IControllerStatus, IJob, IJobUsage, ITask, ITaskOutputs, IRetryLimits, ITimelineEntry } from './types';
 
 /** Child jobs shown in an open job's detail (the list's tree shows them all). */
 export const DETAIL_CHILDREN = 50;
@@ -38,6 +48,42 @@ export interface IOpenJob {
   outputs: ITaskOutputs[] | null;
   /** Why the outputs could not be read ('' when they were). */
   outputsError: string;
+  /** How its tasks use what they asked for, and what happened to them (`watchOf`). */
+  watch: IJobWatch;
+}
+
+/** What a job view watches while the job runs: its usage and its task timeline. */
+export interface IJobWatch {
+  /** Each task's usage and the tree's totals (null: not read, or it could not be: `error`). */
+  usage: IJobUsage | null;
+  /** The task timeline, newest first (null: not read). */
+  timeline: ITimelineEntry[] | null;
+  /** Why the last read failed ('' when it did not). */
+  error: string;
+  /** Reads made since the job ended (`FINAL_READS` more are made, then none). */
+  finalReads: number;
+}
+
+/** Reads of usage and timeline after the job ended (its last samples and the kill event land then). */
+export const FINAL_READS = 2;
+
+/**
+ * The usage and timeline of `job`, read on each refresh while it is active and `FINAL_READS` times
+ * after it ended, then kept: an idle sidebar or a finished job costs no extra request.
+ */
+export async function watchOf(job: IJob, last: IJobWatch | null): Promise<IJobWatch> {
+  const finalReads = (last?.finalReads ?? 0) + (job.terminal ? 1 : 0);
+  if (last !== null && finalReads > FINAL_READS) {
+    return last;
+  }
+  const [usage, timeline] = await Promise.allSettled([getUsage(job.job_id), getTimeline(job.job_id)]);
+  const failed = [usage, timeline].find(read => read.status === 'rejected') as PromiseRejectedResult | undefined;
+  return {
+    usage: usage.status === 'fulfilled' ? usage.value : (last?.usage ?? null),
+    timeline: timeline.status === 'fulfilled' ? timeline.value.events : (last?.timeline ?? null),
+    error: failed ? errorText(failed.reason) : '',
+    finalReads
+  };
 }
 
 /** The outputs of a finished job (null while it runs), and why they could not be read. */
@@ -59,6 +105,13 @@ async function childrenOf(job: IJob): Promise<IOpenJob['children']> {
   }
   const page = await listChildren(job.job_id, 0, DETAIL_CHILDREN);
   return { jobs: page.jobs, total: page.total };
+}
+
+/** What a refresh of the watch can change: each task's newest sample and sign of life, the timeline's length. */
+function watchFingerprint(watch: IJobWatch): string {
+  const tasks = watch.usage?.tasks ?? [];
+  const samples = tasks.map(t => `${t.samples[t.samples.length - 1]?.ts ?? '-'}:${t.quiet_since_ms}:${t.status_ms}`);
+  return `${samples.join(',')}|${watch.timeline?.length ?? '-'}|${watch.error}`;
 }
 
 export class JobsModel {
@@ -180,7 +233,8 @@ export class JobsModel {
       const log = new LogFeed(jobId);
       await log.open();
       const [outputs, outputsError] = await outputsOf(detail.job);
-      this.open = { ...detail, children, log, outputs, outputsError };
+      const watch = await watchOf(detail.job, null);
+      this.open = { ...detail, children, log, outputs, outputsError, watch };
       this.actionError = null;
     } catch (error) {
       this._fail(error);
@@ -215,10 +269,11 @@ export class JobsModel {
     await open.log.poll();
     const [outputs, outputsError] =
       open.outputs === null ? await outputsOf(detail.job) : [open.outputs, open.outputsError];
+    const watch = await watchOf(detail.job, open.watch);
     if (this.open?.job.job_id !== id) {
       return; // closed or switched meanwhile
     }
-    this.open = { ...detail, children, log: open.log, outputs, outputsError };
+    this.open = { ...detail, children, log: open.log, outputs, outputsError, watch };
   }
 
   private async _tree(reading: Promise<void>): Promise<void> {
@@ -244,7 +299,8 @@ export class JobsModel {
       this.listing.fingerprint(),
       open
         ? `${open.job.state}|${open.job.completed}|${open.log.version}|${open.tasks.map(t => `${t.state}:${t.attempts}:${t.status_summary}`).join(',')}|${open.outputs?.length ?? '-'}|${open.children ? fingerprint(open.children.jobs) : '-'}`
-        : '-'
+        : '-',
+      open ? watchFingerprint(open.watch) : '-'
     ].join('\n#\n');
   }
 

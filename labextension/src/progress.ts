@@ -1,25 +1,19 @@
 /**
  * A job's tasks by state, as the compact bar on every row draws them. Pure, unit-tested.
  *
- * Rule (Iris's dashboard bar): segments in the order succeeded, running, building, assigned,
- * failed, worker failed, preempted, killed, then pending — every task `task_state_counts` does not
- * place in one of those (pending, or not reported yet) — each as wide as its share of the job's
- * tasks; empty segments are left out. A job without tasks has no segments.
+ * Rule (Iris's dashboard bar): segments in the display vocabulary's order (`vocabulary.ts`: succeeded,
+ * running, building, assigned, failed, worker failed, preempted, killed), then the waiting state —
+ * every task `task_state_counts` does not place in one of those (pending, or not reported yet) — each
+ * as wide as its share of the job's tasks; empty segments are left out. A job without tasks has no segments.
  */
 import { badgeFor } from './badges';
 import type { IJob } from './types';
+import { STATES, WAITING_STATE } from './vocabulary';
 
-/** States drawn before the rest, which counts as pending. */
-export const SEGMENT_ORDER: readonly string[] = [
-  'succeeded',
-  'running',
-  'building',
-  'assigned',
-  'failed',
-  'worker_failed',
-  'preempted',
-  'killed'
-];
+/** States drawn before the rest, which counts as waiting. */
+export const SEGMENT_ORDER: readonly string[] = Object.keys(STATES)
+  .filter(state => STATES[state].rank !== null && state !== WAITING_STATE)
+  .sort((a, b) => (STATES[a].rank ?? 0) - (STATES[b].rank ?? 0));
 
 export interface ISegment {
   state: string;
@@ -37,7 +31,7 @@ export function taskSegments(job: Pick<IJob, 'task_state_counts' | 'replicas'>):
   const counts = job.task_state_counts;
   const placed = SEGMENT_ORDER.map(state => [state, Math.max(0, counts[state] ?? 0)] as const);
   const rest = total - placed.reduce((sum, [, count]) => sum + count, 0);
-  return [...placed, ['pending', Math.max(0, rest)] as const]
+  return [...placed, [WAITING_STATE, Math.max(0, rest)] as const]
     .filter(([, count]) => count > 0)
     .map(([state, count]) => ({ state, count, share: count / total }));
 }

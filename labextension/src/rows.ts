@@ -10,7 +10,7 @@
  */
 import { badgeFor } from './badges';
 import { badge, button, el, NEW_TAB } from './dom';
-import { formatAgo, formatDuration, jobDuration, plural } from './format';
+import { counted, formatAgo, formatDuration, jobDuration } from './format';
 import { dashboardJobUrl } from './links';
 import { segmentsText, taskSegments } from './progress';
 import type { TreeRow } from './tree';
@@ -93,7 +93,7 @@ function jobRowNode(job: IJob, depth: number, expanded: boolean, ctx: IRowContex
     : el('span', { className: 'fj-Toggle fj-Toggle-none', attrs: { 'aria-hidden': 'true' } });
   const duration = jobDuration(job, ctx.now);
   const facts = [
-    plural(job.replicas, 'replica'),
+    counted(job.replicas, 'replica'),
     job.device !== 'cpu' ? job.device : '',
     `${job.completed}/${job.replicas} done`,
     job.failure_count ? `${job.failure_count} failed` : '',

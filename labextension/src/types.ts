@@ -213,3 +213,65 @@ export interface ISessionRow {
 export interface ISessionList {
   sessions: ISessionRow[];
 }
+
+/** One `iris.task` sample for a sparkline: when (epoch ms), CPU (millicores), memory (MiB). */
+export interface IUsageSample {
+  ts: number;
+  cpu: number;
+  mem: number;
+}
+
+/** One task's usage: newest sample, peak, request, recent samples, warning, ready words, signs of life. */
+export interface ITaskUsage {
+  task_id: string;
+  index: number | null;
+  state: string;
+  now_cpu_millicores: number | null;
+  now_memory_mb: number | null;
+  peak_memory_mb: number;
+  requested_cpu_millicores: number;
+  requested_memory_mb: number;
+  samples: IUsageSample[];
+  warning: string;
+  memory_text: string;
+  cpu_text: string;
+  requested_cpu_text: string;
+  status_ms: number | null;
+  last_output_ms: number | null;
+  quiet_since_ms: number | null;
+}
+
+/** A job tree's totals and the one line that says them. */
+export interface IUsageTotals {
+  cpu_hours: number;
+  wall_hours: number;
+  peak_memory_mb: number;
+  tasks: number;
+  text: string;
+}
+
+/** `GET /fray/jobs/<id>/usage`: each task's usage, by index, the tree's totals, why there is none. */
+export interface IJobUsage {
+  job_id: string;
+  tasks: ITaskUsage[];
+  totals: IUsageTotals;
+  note: string;
+  silence_after_ms: number;
+}
+
+/** One timeline entry: an `iris.task_event` row (`kind` "event") or a state change (`kind` "state"). */
+export interface ITimelineEntry {
+  kind: string;
+  task_id: string;
+  attempt_id: number;
+  ts_ms: number;
+  type: string;
+  reason: string;
+  message: string;
+  source: string;
+}
+
+/** `GET /fray/jobs/<id>/events`: the job's task timeline, newest first. */
+export interface IJobEvents {
+  events: ITimelineEntry[];
+}

@@ -1,3 +1,6 @@
 import './base.css';
 import './logs.css';
 import './tree.css';
+import 'uplot/dist/uPlot.min.css';
+import './usage.css';
+import './vocabulary.css';

@@ -8,7 +8,7 @@ import {
   formatDuration,
   jobDuration,
   jobRetriesText,
-  plural,
+  counted,
   progressText,
   resourcesText,
   taskRetriesText
@@ -64,7 +64,7 @@ test("a failure shows as one line: an Error's message, anything else thrown as t
 });
 
 test('a count and its word: singular only for exactly one', () => {
-  assert.equal(plural(1, 'replica'), '1 replica');
-  assert.equal(plural(0, 'replica'), '0 replicas');
-  assert.equal(plural(8, 'replica'), '8 replicas');
+  assert.equal(counted(1, 'replica'), '1 replica');
+  assert.equal(counted(0, 'replica'), '0 replicas');
+  assert.equal(counted(8, 'replica'), '8 replicas');
 });

@@ -4,8 +4,6 @@ and read the workspace JupyterLab saved. Test modules import these from here, ne
 
 from __future__ import annotations
 
-import time
-
 from jobs_fixtures import SIDEBAR_ID, launch_raw
 from labserver import KERNEL_IDLE, Lab
 from playwright.sync_api import Locator, Page, expect
@@ -14,6 +12,7 @@ from fray_jupyter.client import FrayClient
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.runtime_file import ControllerInfo
 from tests.controller_harness import launch_request
+from tests.waiting import until
 
 LOAD = "%load_ext fray_jupyter.magics"
 LONG = "sleep 300"
@@ -47,6 +46,16 @@ def row(page: Page, job_id: str) -> Locator:
     return page.locator(f".fj-JobRow[data-job-id='{job_id}']")
 
 
+def open_in_sidebar(page: Page, lab: Lab, job_id: str) -> Locator:
+    """Open JupyterLab, the sidebar, and the job's view; return the view."""
+    page.goto(f"{lab.url}/lab?token={lab.token}")
+    show_sidebar(page)
+    row(page, job_id).click()
+    view = page.locator(".fj-JobView")
+    expect(view.locator(".fj-JobView-title")).to_have_text(job_id.rsplit("/", 1)[1], timeout=20_000)
+    return view
+
+
 def launch_child(info: ControllerInfo, parent: str, name: str, command: str = LONG) -> str:
     """Launch ``<parent>/<name>`` as the parent's task would (Iris's child-job naming)."""
     request = launch_request("child", command)  # Fray's name rules are the client's, not Iris's
@@ -54,12 +63,9 @@ def launch_child(info: ControllerInfo, parent: str, name: str, command: str = LO
     return launch_raw(info, request)
 
 
-def wait_running(client: FrayClient, job_id: str, timeout: float = 30) -> None:
-    """Block until ``job_id`` is RUNNING (a hang guard of ``timeout`` s, not a speed bound)."""
-    deadline = time.monotonic() + timeout
-    while client.state([job_id])[job_id] != job_pb2.JOB_STATE_RUNNING:
-        assert time.monotonic() < deadline, f"{job_id} is not running after {timeout} s"
-        time.sleep(0.05)
+def wait_running(client: FrayClient, job_id: str) -> None:
+    """Block until ``job_id`` is RUNNING, woken by the controller's change feed (``tests/waiting.py``)."""
+    until(lambda: client.state([job_id])[job_id] == job_pb2.JOB_STATE_RUNNING, f"{job_id} running", feed=client)
 
 
 def saved_view(page: Page, lab: Lab, workspace: str) -> str:

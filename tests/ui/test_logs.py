@@ -13,8 +13,8 @@ import pytest
 from jobs_fixtures import SIDEBAR_ID, jobs_controller, lab_client  # noqa: F401  (fixtures)
 from labserver import Lab
 from magic_fixtures import lab_controller  # noqa: F401 - fixture
-from pages import LOAD, row, run_cells, show_sidebar
-from playwright.sync_api import Locator, Page, expect
+from pages import LOAD, open_in_sidebar, run_cells
+from playwright.sync_api import Page, expect
 
 from fray_jupyter.client import FrayClient
 from tests.logjobs import EXCEPTION_LINE, WANDB, many_lines_script, python_job, researcher_script
@@ -24,16 +24,6 @@ HOSTILE = ("print('\\x1b[31m<img src=x onerror=window.__frayXss=1>\\x1b[0m')\n"
            "print('\\x1b]8;;javascript:window.__frayXss=2\\x07click me\\x1b]8;;\\x07')\n"
            "print('https://x.io/\\\"><img src=x onerror=window.__frayXss=3>')\n"
            "print('\\x1b]0;<script>window.__frayXss=4</script>\\x07title gone')")
-
-
-def open_in_sidebar(page: Page, lab: Lab, job_id: str) -> Locator:
-    """Open JupyterLab, the sidebar, and the job's view; return the view."""
-    page.goto(f"{lab.url}/lab?token={lab.token}")
-    show_sidebar(page)
-    row(page, job_id).click()
-    view = page.locator(".fj-JobView")
-    expect(view.locator(".fj-JobView-title")).to_have_text(job_id.rsplit("/", 1)[1], timeout=20_000)
-    return view
 
 
 def test_the_sidebar_shows_colours_one_progress_line_links_and_jumps_to_the_traceback(

@@ -4,7 +4,6 @@ controller, the budget line shows the job's spend and the band it will run at.""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from fray_jupyter.client.client import FrayClient
 from fray_jupyter.resources.tables import TPU_TOPOLOGY_BY_NAME
 from fray_jupyter.widgets.controls import tpu_label
 from tests.controller_harness import launch_request, start_controller, stop_quietly
+from tests.waiting import until
 
 CELL = ("from fray_jupyter import ResourceConfig\n"
         "from fray_jupyter.widgets import ResourcePicker\n"
@@ -75,10 +75,7 @@ def test_the_picker_shows_the_spend_and_the_band_it_will_run_at(lab: Lab, page: 
     try:
         with FrayClient(controller.info.url, controller.info.token) as client:
             busy = client.submit(launch_request("busy", "sleep 300", user="alice"))
-            deadline = time.monotonic() + 30
-            while client.user_budget("alice").budget_spent == 0:  # until its task is placed
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            until(lambda: client.user_budget("alice").budget_spent != 0, "alice's task placed", feed=client)
             cell = (f"import os\nos.environ['FRAY_CONTROLLER_TOKEN'] = {controller.info.token!r}\n"
                     "from fray_jupyter import ResourceConfig\nfrom fray_jupyter.widgets import ResourcePicker\n"
                     f"ResourcePicker(resources=ResourceConfig.with_tpu('v5p-8'), user='alice', "

@@ -14,9 +14,8 @@ from pathlib import Path
 from jobs_fixtures import jobs_controller, lab_client  # noqa: F401  (fixtures)
 from labserver import Lab
 from magic_fixtures import lab_controller  # noqa: F401 - fixture
+from pages import LOAD, open_in_sidebar, run_cells
 from playwright.sync_api import Page, expect
-from test_logs import open_in_sidebar
-from test_magic import LOAD, run_cells
 
 from fray_jupyter.client import FrayClient
 from tests.logjobs import python_job

@@ -23,6 +23,7 @@ from playwright.sync_api import Locator, Page, expect
 from fray_jupyter.runtime_file import read_runtime_file, write_runtime_file
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
 from tests.seeded_store import ME, NEEDLE, seed_store, shared_cluster
+from tests.waiting import until
 
 MAX_DOM_ROWS = 100
 """Rows the windowed list may hold at once ("a few hundred" is the issue's bound; it holds ~30)."""
@@ -30,10 +31,8 @@ MAX_DOM_ROWS = 100
 
 def server_follows(lab: Lab, url: str) -> None:
     """Wait until the lab's server reaches the controller at ``url`` (it resolves it per request)."""
-    deadline = time.monotonic() + 20
-    while httpx.get(f"{lab.url}/fray/status", params={"token": lab.token}).json()["url"] != url:
-        assert time.monotonic() < deadline, f"the server never followed {url}"
-        time.sleep(0.1)
+    until(lambda: httpx.get(f"{lab.url}/fray/status", params={"token": lab.token}).json()["url"] == url,
+          f"the server following {url}")
 
 
 @pytest.fixture(scope="module")
