@@ -1,7 +1,7 @@
 """The status panel's log box (``widgets.logbox``) against the real controller: a researcher's job
 (colours, a 1,000-step tqdm bar, a W&B link, a traceback) reads as a terminal shows it, the filter
 runs on the controller, pausing freezes it, "Jump to traceback" finds the exception line, and the
-full log is saved whole; and a log whose newest page collapses into a few lines (issue 35) is read
+full log is saved whole; and a log whose newest page collapses into a few lines is read
 back past it, so its first lines show above the tail."""
 
 from __future__ import annotations

@@ -164,7 +164,8 @@ INSPECT_DIFFERENCES: dict[str, InspectDifference] = {
                  "command's whole process group killed",
         twin="INTERNAL 'Error exec_in_container: Command […] timed out after 1 seconds' (only the command "
              "itself is killed: what it started keeps running)",
-        why="Kept: a timed-out command's children must not outlive it (issue 38's hostile-input rule)."),
+        why="Kept: a timed-out command's children must not outlive it: nothing an exec starts in a "
+            "user's task may be left running."),
     "exec of a missing program": InspectDifference(
         embedded="the answer's error \"cannot run 'x': No such file or directory\"",
         twin="INTERNAL 'Error exec_in_container: [Errno 2] No such file or directory: …'",

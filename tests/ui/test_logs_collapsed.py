@@ -1,5 +1,5 @@
 """A log whose newest page collapses into fewer lines than the view holds reads to its start, in a
-real JupyterLab (issue 35, item 1): a 4-task job prints a coloured line with a W&B link, then nested
+real JupyterLab: a 4-task job prints a coloured line with a W&B link, then nested
 tqdm bars (a few thousand redraws per task), then a traceback. Its tail page shows a few dozen lines,
 so no scrollbar appears; the sidebar's log view and the status panel's log read the pages before it
 and show the first line, its colour and its link, with the traceback still below."""
