@@ -98,12 +98,20 @@ def test_the_allocator_skips_held_and_bound_ports_and_frees_released_ones() -> N
     with socket.socket() as taken:
         taken.bind(("", low))
         allocator = PortAllocator([low, middle, high])
-        assert allocator.reserve(["a", "b"]) == {"a": middle, "b": high}
+        reserved = allocator.reserve(["a", "b"])
+        assert list(reserved) == ["a", "b"] and set(reserved.values()) == {middle, high}
         with pytest.raises(PortsExhausted, match=rf"no free port in {low}-{high} for the task's port 'c'"):
             allocator.reserve(["c"])
         assert allocator.held == {middle, high}  # a refusal holds nothing more
         allocator.release([middle])
         assert allocator.reserve(["c"]) == {"c": middle}
+
+
+def test_controllers_sharing_a_machine_do_not_all_start_at_the_lowest_port() -> None:
+    """Each allocator searches from a random place of the range, so two controllers (or one and a
+    genuine Iris, which takes the lowest) do not hand out the same port before either task binds it."""
+    firsts = {port for _ in range(50) for port in PortAllocator(PORT_RANGE).reserve(["http"]).values()}
+    assert len(firsts) > 25  # lowest-first would give one port, 50 times
 
 
 def test_an_attempt_that_finds_no_free_port_fails_with_one_line() -> None:

@@ -5,10 +5,13 @@ Rules:
 
 * Range: ``PORT_RANGE`` (Iris's default task port range, 12000–13999, below the kernel's ephemeral
   ports, so no outgoing connection on this machine can hold one of them).
-* Each attempt that asks for ports gets, per name, the lowest port of the range that no running
-  attempt of this controller holds and that can be bound now on every interface (as Iris checks it);
-  the task reads it from ``IRIS_PORT_<NAME>`` and binds it itself. So two running attempts never get
-  the same port.
+* Each attempt that asks for ports gets, per name, a port of the range that no running attempt of
+  this controller holds and that can be bound now on every interface (as Iris checks it); the task
+  reads it from ``IRIS_PORT_<NAME>`` and binds it itself. So two running attempts never get the same
+  port. The search starts at a random place in the range and wraps around: Iris's worker takes the
+  lowest, which is the same on a host with one worker, but here several controllers (and a genuine
+  Iris) may share a machine, and lowest-first would hand two of them the same port in the moment
+  before either task binds it.
 * An attempt holds its ports until its last process has exited (Iris releases them when the task's
   container is cleaned up); a retry is a new attempt and gets its ports afresh.
 * None free in the range: the attempt fails with ``PortsExhausted``'s one line.
@@ -18,6 +21,7 @@ Rules:
 
 from __future__ import annotations
 
+import random
 import socket
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -45,13 +49,15 @@ class PortAllocator:
 
     def __init__(self, ports: Sequence[int] = PORT_RANGE) -> None:
         self.ports = ports
-        """The ports it hands out, lowest first (``PORT_RANGE``)."""
+        """The ports it hands out (``PORT_RANGE``), searched from a random place (module rules)."""
         self.held: set[int] = set()
 
     def reserve(self, names: Sequence[str]) -> dict[str, int]:
         """A port for each of ``names``, in order, now held (none held when ``PortsExhausted``)."""
         chosen: dict[str, int] = {}
-        candidates = (port for port in self.ports if port not in self.held and _bindable(port))
+        start = random.randrange(len(self.ports)) if self.ports else 0
+        searched = [*self.ports[start:], *self.ports[:start]]
+        candidates = (port for port in searched if port not in self.held and _bindable(port))
         for name in names:
             port = next(candidates, None)
             if port is None:
