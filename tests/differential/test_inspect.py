@@ -20,6 +20,7 @@ from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
 from tests.differential.differences import INSPECT_DIFFERENCES
+from tests.waiting import until
 
 BUSY = "def busy_loop():\n    while True: sum(range(1000))\nbusy_loop()\n"
 SLEEPER = "import time\ndef stuck_waiting():\n    while True: time.sleep(1)\nstuck_waiting()\n"
@@ -50,11 +51,11 @@ def dump(client: FrayClient, task: str) -> str:
 
 def running(client: FrayClient, task: str, ready: str) -> str:
     """Thread dumps of ``task`` until one is no longer 'not running yet'; the one containing ``ready``."""
-    deadline = time.monotonic() + 120
-    while ready not in (seen := dump(client, task)):
-        assert time.monotonic() < deadline, f"{task} never showed {ready!r}: {seen}"
-        time.sleep(0.2)
-    return seen
+    def shown() -> str | None:
+        seen = dump(client, task)
+        return seen if ready in seen else None
+
+    return until(shown, f"a thread dump of {task} shows {ready!r}")
 
 
 def python_task(client: FrayClient, name: str, script: str, frame: str, workspace: Path) -> Iterator[str]:
@@ -142,7 +143,9 @@ def test_a_python_task_under_a_shell(side: tuple[str, FrayClient], tmp_path: Pat
 def test_a_task_that_is_not_python(side: tuple[str, FrayClient], tmp_path: Path) -> None:
     name, client = side
     job_id = launch(client, "native", ["sleep", "300"], tmp_path)
-    seen = running(client, f"{job_id}/0", "py-spy dump failed")
+    # while the task starts, py-spy may meet a Python launcher that has not yet become ``sleep`` (on the
+    # twin: "Failed to copy PyThreadState head"); the rule is what it says once the task is ``sleep``
+    seen = running(client, f"{job_id}/0", "Failed to find python version")
     assert seen.startswith("error: py-spy dump failed (exit 1): Error: Failed to find python version")
     stub = client.profile(f"{job_id}/0", "cpu", seconds=1, fmt="raw").text()  # a stub on both, not an error
     assert stub.startswith(getattr(INSPECT_DIFFERENCES["cpu stub"], name))
