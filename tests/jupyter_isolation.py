@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing import globalipapp
 
 from fray_jupyter.client.discovery import TOKEN_ENV, URL_ENV
 from fray_jupyter.runtime_file import RUNTIME_FILE_NAME, read_runtime_file
@@ -67,3 +69,12 @@ def magics_controller(root: Path, user: str, *args: str) -> Iterator[ControllerP
             yield process
         finally:
             stop_quietly(process)
+
+
+def magics_shell() -> InteractiveShell:
+    """The one global IPython test shell (started here, or by an earlier module), with the magics
+    loaded."""
+    # start_ipython() is None once the shell was started elsewhere; IPython's test helpers are untyped
+    shell: InteractiveShell = globalipapp.start_ipython() or globalipapp.get_ipython()  # type: ignore[no-untyped-call]
+    shell.run_line_magic("load_ext", "fray_jupyter.magics")
+    return shell

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
@@ -35,7 +34,7 @@ from fray_jupyter.widgets.picker import ResourcePicker
 from fray_jupyter.widgets.status import JobStatusPanel
 from tests.assertions import one_usage_line
 from tests.controller_harness import ControllerProcess
-from tests.jupyter_isolation import magics_controller
+from tests.jupyter_isolation import magics_controller, magics_shell
 
 USER = "tester"
 PER_TASK_ENV = ("import os\n"
@@ -54,9 +53,7 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerP
 
 @pytest.fixture(scope="module")
 def ip(controller: ControllerProcess) -> InteractiveShell:
-    shell = globalipapp.start_ipython() or globalipapp.get_ipython()  # None once started elsewhere
-    shell.run_line_magic("load_ext", "fray_jupyter.magics")
-    return shell
+    return magics_shell()
 
 
 @pytest.fixture(scope="module")

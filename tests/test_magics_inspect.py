@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 from fray_jupyter.client import FrayClient
@@ -22,7 +21,7 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.magics import ControllerError
 from fray_jupyter.magics.inspect import InspectFailed
 from tests.controller_harness import ControllerProcess, launch_request
-from tests.jupyter_isolation import magics_controller
+from tests.jupyter_isolation import magics_controller, magics_shell
 
 USER = "inspector"
 SLEEPER = ("exec python -c 'import time\ndef stuck_waiting():\n    while True: time.sleep(0.001); sum(range(200000))\n"
@@ -38,9 +37,7 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerP
 
 @pytest.fixture(scope="module")
 def ip(controller: ControllerProcess) -> InteractiveShell:
-    shell = globalipapp.start_ipython() or globalipapp.get_ipython()
-    shell.run_line_magic("load_ext", "fray_jupyter.magics")
-    return shell
+    return magics_shell()
 
 
 @pytest.fixture(scope="module")

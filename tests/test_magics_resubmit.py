@@ -8,14 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.magics import ControllerError
 from fray_jupyter.widgets.status import JobStatusPanel
 from tests.controller_harness import ControllerProcess, launch_request
-from tests.jupyter_isolation import magics_controller
+from tests.jupyter_isolation import magics_controller, magics_shell
 
 USER = "resubmitter"
 
@@ -28,15 +27,7 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerP
 
 @pytest.fixture(scope="module")
 def ip(controller: ControllerProcess) -> InteractiveShell:
-    shell = globalipapp.start_ipython() or globalipapp.get_ipython()
-    shell.run_line_magic("load_ext", "fray_jupyter.magics")
-    return shell
-
-
-@pytest.fixture(scope="module")
-def client(controller: ControllerProcess) -> Iterator[FrayClient]:
-    with FrayClient(controller.info.url, controller.info.token) as opened:
-        yield opened
+    return magics_shell()
 
 
 def test_the_request_is_shown_and_the_job_resubmitted(ip: InteractiveShell, client: FrayClient) -> None:

@@ -11,13 +11,12 @@ from collections.abc import Iterator
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 from fray_jupyter.client import FrayClient
 from fray_jupyter.iris.states import is_job_finished
 from tests.controller_harness import ControllerProcess
-from tests.jupyter_isolation import magics_controller
+from tests.jupyter_isolation import magics_controller, magics_shell
 from tests.session_hosts import wait_until
 
 USER = "session-magic"
@@ -33,8 +32,7 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerP
 
 @pytest.fixture(scope="module")
 def ip(controller: ControllerProcess) -> Iterator[InteractiveShell]:
-    shell = globalipapp.start_ipython() or globalipapp.get_ipython()
-    shell.run_line_magic("load_ext", "fray_jupyter.magics")
+    shell = magics_shell()
     with capture_output() as captured:
         shell.run_line_magic("fray", f"session start {NAME} --replicas 2 --cpu 0.5 --memory 256m --disk 1g")
     assert f"session {NAME}: 2/2 hosts ready" in captured.stdout
