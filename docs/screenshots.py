@@ -185,11 +185,10 @@ def shoot_sidebar(page: Page, name: str) -> None:
                     clip={"x": 0, "y": 0, "width": panel["x"] + panel["width"] + 2, "height": VIEWPORT["height"]})
 
 
-def sidebar(page: Page, lab: Lab, ids: dict[str, str]) -> None:
-    """Open the sidebar, widen it, photograph the job list; open the training job, wait for its log
-    tail, photograph that."""
+def open_wide_sidebar(page: Page, lab: Lab, workspace: str) -> None:
+    """Open JupyterLab in ``workspace`` with the Fray Jobs sidebar shown and dragged to ``SIDEBAR_WIDTH``."""
     page.set_viewport_size(VIEWPORT)
-    page.goto(f"{lab.url}/lab/workspaces/sidebar?token={lab.token}")
+    page.goto(f"{lab.url}/lab/workspaces/{workspace}?token={lab.token}")
     page.wait_for_function("() => window.jupyterapp?.restored")
     page.evaluate("async () => { await window.jupyterapp.restored; }")
     page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
@@ -199,6 +198,12 @@ def sidebar(page: Page, lab: Lab, ids: dict[str, str]) -> None:
     page.mouse.down()
     page.mouse.move(SIDEBAR_WIDTH, 300, steps=5)
     page.mouse.up()
+
+
+def sidebar(page: Page, lab: Lab, ids: dict[str, str]) -> None:
+    """Open the sidebar, widen it, photograph the job list; open the training job, wait for its log
+    tail, photograph that."""
+    open_wide_sidebar(page, lab, "sidebar")
     page.evaluate("window.getSelection()?.removeAllRanges()")
     def row(name: str) -> Locator:
         return page.locator(f".fj-JobRow[data-job-id='{ids[name]}']")
@@ -221,17 +226,7 @@ def watching(page: Page, lab: Lab, client: FrayClient) -> None:
     over-request warning and a few samples, photograph the job view's usage and timeline."""
     job_id = client.submit(plan(python_job("finetune-small", GROWS, ResourceConfig.with_cpu(ram="256m")), user=USER))
     try:
-        page.set_viewport_size(VIEWPORT)
-        page.goto(f"{lab.url}/lab/workspaces/watching?token={lab.token}")
-        page.wait_for_function("() => window.jupyterapp?.restored")
-        page.evaluate("async () => { await window.jupyterapp.restored; }")
-        page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
-        handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle:not(.lm-mod-hidden)").first.bounding_box()
-        assert handle is not None
-        page.mouse.move(handle["x"] + handle["width"] / 2, 300)
-        page.mouse.down()
-        page.mouse.move(SIDEBAR_WIDTH, 300, steps=5)
-        page.mouse.up()
+        open_wide_sidebar(page, lab, "watching")
         page.locator(f".fj-JobRow[data-job-id='{job_id}']").click()
         view = page.locator(".fj-JobView")
         expect(view.locator(".fj-Usage-warning")).to_be_visible(timeout=60_000)
