@@ -24,6 +24,8 @@ from tests.waiting import until
 
 BUSY = "def busy_loop():\n    while True: sum(range(1000))\nbusy_loop()\n"
 SLEEPER = "import time\ndef stuck_waiting():\n    while True: time.sleep(1)\nstuck_waiting()\n"
+STUCK = "stuck_waiting (<string>:3)"
+"""The sleeper's stuck frame, as a thread dump prints it."""
 pytestmark = pytest.mark.skipif(profiling.tool("py-spy") is None, reason="py-spy is not installed")
 
 
@@ -60,10 +62,12 @@ def running(client: FrayClient, task: str, ready: str) -> str:
 
 def python_task(client: FrayClient, name: str, script: str, frame: str,
                 workspace: Path) -> Iterator[tuple[str, str]]:
-    """A running ``python -c script`` task and the first thread dump that shows ``frame``; cancelled afterwards.
+    """A running ``python -c script`` task and the first thread dump with ``frame`` in a stack; cancelled afterwards.
 
-    The twin's py-spy now and then fails one dump of a task it has just dumped ("Failed to find python
-    version"), so a rule about a dump is stated on the dump that was waited for, not on a second one."""
+    ``frame`` is a stack line (``name (<string>:line)``), never a bare name: the twin starts a task through a
+    ``python -c`` launcher whose command line, printed at the top of its dump, holds the whole script; until it
+    execs the task a bare name matches there, and a dump taken as it execs fails ("Failed to find python
+    version")."""
     job_id = launch(client, name, ["python", "-c", script], workspace)
     seen = running(client, f"{job_id}/0", frame)
     yield f"{job_id}/0", seen
@@ -73,9 +77,9 @@ def python_task(client: FrayClient, name: str, script: str, frame: str,
 def test_the_stuck_frame_and_the_hot_function_are_named_on_both(side: tuple[str, FrayClient],
                                                                 tmp_path: Path) -> None:
     _, client = side
-    for _, seen in python_task(client, "sleeper", SLEEPER, "stuck_waiting", tmp_path):
-        assert "stuck_waiting (<string>:3)" in seen
-    for task, _ in python_task(client, "busy", BUSY, "busy_loop", tmp_path):
+    for _, seen in python_task(client, "sleeper", SLEEPER, STUCK, tmp_path):
+        assert STUCK in seen
+    for task, _ in python_task(client, "busy", BUSY, "busy_loop (<string>:", tmp_path):
         # under a loaded machine one 2 s window on the twin once came back with no samples at all (py-spy
         # attaching takes part of it): the rule is that a CPU profile of the busy task names its loop
         until(lambda task=task: "busy_loop (<string>:2)" in client.profile(task, "cpu", seconds=2, fmt="raw").text(),
@@ -85,7 +89,7 @@ def test_the_stuck_frame_and_the_hot_function_are_named_on_both(side: tuple[str,
 
 def test_exec_output_agrees_and_the_listed_differences_hold(side: tuple[str, FrayClient], tmp_path: Path) -> None:
     name, client = side
-    for task, _ in python_task(client, "exec", SLEEPER, "stuck_waiting", tmp_path):
+    for task, _ in python_task(client, "exec", SLEEPER, STUCK, tmp_path):
         ran = client.exec(task, ["python", "-c", "import sys; print(6 * 7); print('e', file=sys.stderr); sys.exit(3)"])
         assert (ran.exit_code, ran.stdout, ran.stderr, ran.error) == (3, "42\n", "e\n", "")
         assert client.exec(task, ["echo", "$HOME; ls"]).stdout == "$HOME; ls\n"  # an argv on both
@@ -141,8 +145,8 @@ def test_an_unknown_format_number(side: tuple[str, FrayClient]) -> None:
 def test_a_python_task_under_a_shell(side: tuple[str, FrayClient], tmp_path: Path) -> None:
     name, client = side
     job_id = launch(client, "shell", ["sh", "-c", f"python -c '{SLEEPER}'; true"], tmp_path)
-    seen = running(client, f"{job_id}/0", "stuck_waiting" if name == "embedded" else "py-spy dump failed")
-    assert ("stuck_waiting (<string>:3)" in seen) == (name == "embedded"), INSPECT_DIFFERENCES[
+    seen = running(client, f"{job_id}/0", STUCK if name == "embedded" else "py-spy dump failed")
+    assert (STUCK in seen) == (name == "embedded"), INSPECT_DIFFERENCES[
         "thread dump under a shell"]
     client.terminate(job_id)
 
