@@ -162,7 +162,7 @@ def test_what_an_example_imports_is_installed_by_scripts_lab() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     installed = (_requirement_names(project["dependencies"]) | _requirement_names(project["optional-dependencies"]["examples"])
                  | {"fray-jupyter"})
-    assert '".[examples]"' in (ROOT / "scripts" / "lab").read_text()
+    assert 'install_project "$venv" examples' in (ROOT / "scripts" / "lab").read_text()
     providers = importlib.metadata.packages_distributions()
     missing = {}
     for path in EXAMPLES:
