@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from fray_jupyter.client import usage
@@ -55,9 +56,11 @@ def test_a_task_that_grows_until_it_is_killed_reads_the_same_on_both(twin: FrayC
     jobs = {name: _grower(client, tmp_path / name) for name, client in sides.items()}
     warned = {}
     for name, client in sides.items():  # sampled while it holds what it grew to: warned before it dies
-        grown = until(lambda c=client, j=jobs[name]: (found := _usage(c, j)) and found.peak_memory_mb >= GROWN_MIB
-                      and found, f"{name}: a sample of {jobs[name]} at {GROWN_MIB} MiB or more")
-        warned[name] = grown.memory_warning()
+        def held(c: FrayClient = client, j: str = jobs[name]) -> usage.TaskUsage | None:
+            found = _usage(c, j)
+            return found if found and found.peak_memory_mb >= GROWN_MIB else None
+
+        warned[name] = until(held, f"{name}: a sample of {jobs[name]} at {GROWN_MIB} MiB or more").memory_warning()
         (tmp_path / name).touch()
     ended = {}
     for name, client in sides.items():
@@ -88,7 +91,7 @@ def test_a_task_that_sleeps_silently_is_said_to_be_silent_on_both(twin: FrayClie
             for name, client in sides.items()}
     try:
         for name, client in sides.items():
-            line_ms = until(lambda c=client, j=jobs[name]: _newest_line_ms(c, j), f"{name}: the line of {jobs[name]}")
+            line_ms = until(partial(_newest_line_ms, client, jobs[name]), f"{name}: the line of {jobs[name]}")
 
             def quiet(c: FrayClient = client, j: str = jobs[name], since: int = line_ms) -> int | None:
                 (task,) = c.tasks(j)
