@@ -92,7 +92,8 @@ def test_profile_magic_writes_the_capture_next_to_the_notebook(ip: InteractiveSh
     with capture_output() as captured:
         ip.run_line_magic("fray", f"profile {sleeper.job_id.rsplit('/', 1)[1]} --seconds 1 --output flame.svg")
     assert (tmp_path / "flame.svg").read_bytes().startswith(b"<?xml") or b"<svg" in (tmp_path / "flame.svg").read_bytes()
-    assert any("image/svg+xml" in output.data for output in captured.outputs)
+    frames = [output.data["text/html"] for output in captured.outputs if "text/html" in output.data]
+    assert len(frames) == 1 and 'sandbox="allow-scripts allow-modals" srcdoc="' in frames[0]
 
 
 def test_exec_magic_prints_the_output_and_fails_on_a_finished_task(ip: InteractiveShell, sleeper: JobHandle,

@@ -5,9 +5,9 @@ Rules:
 * ``JOB[/I]``: a job id or name as the other commands take it; a last component that is a task
   index (``/1``) or an attempt (``/1:2``) picks that task, else it is task 0.
 * ``%fray profile`` writes the capture into the notebook's directory (the kernel's working
-  directory; ``--output`` elsewhere) and prints where and how big; a CPU flamegraph (SVG) is also
-  shown inline, a thread dump printed. A capture the controller could not make fails the cell
-  with its reason.
+  directory; ``--output`` elsewhere) and prints where and how big; a flamegraph (CPU's SVG, memory's
+  HTML) is also shown inline as an interactive document (``widgets.capture``), a thread dump
+  printed. A capture the controller could not make fails the cell with its reason.
 * ``%fray exec JOB/I -- CMD …`` runs CMD (an argv, no shell) in the task and prints its stdout,
   then its stderr (to stderr), then ``exit code N`` when it is not 0. A task that is not running,
   a command that cannot start or one killed at its ``--timeout`` fails the cell with the reason
@@ -58,16 +58,24 @@ def line(magics: FrayMagics, args: Any) -> None:
         _exec(magics, args)
 
 
-def _profile(magics: FrayMagics, args: Any) -> None:
-    from fray_jupyter.client.inspection import InspectionFailed, profile_request
+def capture_options(args: Any, target: str, label: str) -> dict[str, Any]:
+    """The profile options the flags give (``inspect_flags.add_capture_arguments``), checked as
+    ``client.inspection`` checks them: a bad kind, format or duration is a ``UsageError`` naming it."""
+    from fray_jupyter.client.inspection import profile_request
 
-    label = "%fray profile"
-    task = task_of(magics, args.task)
     options: dict[str, Any] = {"locals": args.locals, "native": args.native or None, "leaks": args.leaks}
     try:
-        profile_request(task, args.kind, args.seconds, args.fmt, **options)
+        profile_request(target, args.kind, args.seconds, args.fmt, **options)
     except ValueError as error:
         raise usage(str(error), label) from None
+    return options
+
+
+def _profile(magics: FrayMagics, args: Any) -> None:
+    from fray_jupyter.client.inspection import InspectionFailed
+
+    task = task_of(magics, args.task)
+    options = capture_options(args, task, "%fray profile")
     client = magics.client(args.controller, args.cluster)
     with controller_errors(f"profiling {task}"):
         try:
@@ -79,8 +87,12 @@ def _profile(magics: FrayMagics, args: Any) -> None:
     print(f"wrote {path} ({len(captured.data):,} bytes, {args.kind} {captured.format})")
     if args.kind == "threads":
         print(captured.text())
-    elif captured.extension == "svg":
-        display({"image/svg+xml": captured.text()}, raw=True)  # type: ignore[no-untyped-call]
+    elif captured.extension in ("svg", "html"):  # a flamegraph, interactive (or the stub's reason)
+        from fray_jupyter.widgets.capture import body
+
+        html, plain = body(captured, Path.cwd())
+        display({"text/html": html, "text/plain": plain or f"{args.kind} flamegraph: {path}"},  # type: ignore[no-untyped-call]
+                raw=True)
 
 
 def _exec(magics: FrayMagics, args: Any) -> None:

@@ -37,6 +37,8 @@ Rules:
   totals and each running task's silence (``widgets.usage``); while the job runs the panel polls
   at least every ``widgets.usage.REFRESH_S`` seconds, so usage shows even when no state changes.
   The request as sent (``views.request``, secrets redacted as Iris shows them) is drawn once.
+* Each task's row of CPU / Memory / Threads buttons captures a running task in the background and
+  shows the capture in the panel (``widgets.inspect``); it is redrawn with each poll.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from fray_jupyter.views.request import request_html
 from fray_jupyter.views.tree import failed_html, tree_lines
 from fray_jupyter.widgets import feed
 from fray_jupyter.widgets.endpoints import EndpointsView
+from fray_jupyter.widgets.inspect import InspectView
 from fray_jupyter.widgets.logbox import LogBox
 from fray_jupyter.widgets.snapshot import SnapshotOutput, diagnosed_html
 from fray_jupyter.widgets.tree import TreeView
@@ -114,7 +117,7 @@ class JobStatusPanel(widgets.VBox):
                                             layout=widgets.Layout(width="420px"))
         self.reason = widgets.HTML()
         self.tasks = widgets.HTML()
-        self.usage_view = UsageView()
+        self.usage_view, self.inspect = UsageView(), InspectView(client)
         self.diagnostics = widgets.HTML()
         self.logs = LogBox(client, job_id, max_rows=log_lines, include_children=True)
         self.tree_view = TreeView(job_id, self._follow_logs)
@@ -129,13 +132,13 @@ class JobStatusPanel(widgets.VBox):
                              (self.tasks, "tasks"), (self.logs, "logs"), (self.failure, "failure"),
                              (self.diagnostics, "diagnostics"), (self.tree_view, "tree-view"),
                              (self.outputs, "outputs"), (self.endpoints, "endpoints"), (self.request, "request"),
-                             (self.message, "message"),
+                             (self.message, "message"), (self.inspect, "inspect"),
                              (self.cancel_button, "cancel")):
             widget.add_class(f"fray-status-{name}")
         toolbar = widgets.HBox([self.progress, self.cancel_button], layout=widgets.Layout(align_items="center"))
         style = widgets.HTML(view.STYLE, layout=widgets.Layout(display="none"))  # once, not on every redraw
         super().__init__([style, self.header, toolbar, self.reason, self.failure, self.diagnostics, self.tree_view,
-                          self.tasks, self.usage_view, self.endpoints, self.outputs, self.request, self.logs,
+                          self.tasks, self.inspect, self.usage_view, self.endpoints, self.outputs, self.request, self.logs,
                           self.message],
                          **kwargs)
         self.add_class("fray-status-panel")
@@ -336,6 +339,7 @@ class JobStatusPanel(widgets.VBox):
         now = view.now_ms()
         silent = self.usage_view.silent(tasks, self.logs.last_line_ms, diagnosis.status_texts, now)
         self.tasks.value = view.tasks_html(tasks, self.usage_view.usage, silent)
+        self.inspect.show(tasks)
         self.usage_view.show([task.task_id for task in tasks], now)
         self.endpoints.show()
         if not self.request.value and diagnosis.request.name:
