@@ -1,12 +1,16 @@
 """The session magics in a real IPython shell on the embedded controller: ``%fray session start``
 with ``%%fray``'s resource flags, ``%%fray --session`` (both hosts' text, host 0's figure and
-value, both tracebacks, the interrupt button), ``%fray push``/``pull``, ``%fray session status|stop``, and the refusals."""
+value, both tracebacks, the interrupt button), ``%fray push``/``pull``, ``%fray session status|stop``, ``%fray
+session profile`` (every host at once), and the refusals."""
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
@@ -165,3 +169,60 @@ def test_jobs_and_the_sidebar_say_a_session_is_one_with_its_hosts_ready_running_
     with capture_output() as captured:
         ip.run_line_magic("fray", "jobs")
     assert "session · cpu · 2/2 hosts ready · idle " in captured.outputs[0].data["text/plain"]
+
+
+def test_session_profile_captures_every_host_at_once_each_labelled_and_written_next_to_the_notebook(
+        ip: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fray_jupyter.magics.session import SESSIONS
+
+    session = SESSIONS[NAME]
+    monkeypatch.chdir(tmp_path)
+    real_profile, in_flight, most = session.client.profile, [0], [0]
+    lock = threading.Lock()
+
+    def counted(*args: Any, **kwargs: Any) -> Any:  # the real call, counting how many run at once
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            return real_profile(*args, **kwargs)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(session.client, "profile", counted)
+    busy = threading.Thread(target=session.run, args=("def spin_here():\n    while True: sum(range(10000))\nspin_here()\n",),
+                            kwargs={"stream": False}, daemon=True)
+    busy.start()
+    try:
+        wait_until(lambda: all(status.running for status in session.status()), "both hosts running the loop")
+        with capture_output() as flames:
+            ip.run_line_magic("fray", f"session profile {NAME} --cpu --seconds 2")
+        with capture_output() as dumps:
+            ip.run_line_magic("fray", f"session profile {NAME} --threads")
+    finally:
+        session.interrupt()
+        busy.join()
+    assert most[0] == 2  # both hosts were being sampled at the same time
+    for host, shown in enumerate(output.data for output in flames.outputs):
+        assert shown["text/plain"].startswith(f"host {host} (task {session.job_id}/{host}): cpu profile (flamegraph, ")
+        assert 'sandbox="allow-scripts allow-modals" srcdoc="' in shown["text/html"] and "spin_here" in shown["text/html"]
+        assert b"spin_here" in (tmp_path / f"{USER}-{NAME}-{host}-cpu.svg").read_bytes()
+    assert len(flames.outputs) == 2
+    for host, shown in enumerate(output.data for output in dumps.outputs):
+        assert shown["text/plain"].startswith(f"host {host} (task {session.job_id}/{host}): threads profile")
+        assert re.search(r'<b class="fray-own-frame">\s+spin_here \(&lt;cell [^&]+&gt;:2\)</b>', shown["text/html"])
+        assert "spin_here" in (tmp_path / f"{USER}-{NAME}-{host}-threads.txt").read_text()
+    assert len(dumps.outputs) == 2
+
+
+@pytest.mark.parametrize(("line", "fragment"), [
+    ("session profile nosuch", "%fray session profile: no session 'nosuch' in this kernel"),
+    (f"session profile {NAME} --seconds 0", "%fray session profile: seconds=0 is out of range: 1 to 3600"),
+    (f"session profile {NAME} --cpu --threads", "argument --threads: not allowed with argument --cpu"),
+    (f"session profile {NAME} --memory --format png", "format='png' is not a memory format"),
+    ("session profile", "give the session's name"),
+])
+def test_bad_session_profile_lines_are_one_line_usage_errors(ip: InteractiveShell, line: str, fragment: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(fragment)):
+        ip.run_line_magic("fray", line)

@@ -218,13 +218,20 @@ class FrayMagics(Magics):
             raise usage("give a command: jobs, status ID [--request], logs ID [--follow], actors [ID], cancel ID, "
                         "resubmit ID [--name NAME], config [KEY [VALUE]], "
                         "session start|stop|restart|interrupt|status|sync NAME, session pip NAME ARGS…, "
+                        "session profile NAME [--cpu|--memory|--threads], "
                         "push NAME VAR…, pull NAME VAR…, "
                         "profile JOB[/I] [--cpu|--memory|--threads], exec JOB/I -- CMD "
                         "(%%fray, with two %, submits a cell)", LINE)
-        if line.split()[:2] == ["session", "pip"]:  # pip's own flags follow: not parsed as ours
+        words = line.split()
+        if words[:2] == ["session", "pip"]:  # pip's own flags follow: not parsed as ours
             from fray_jupyter.magics import session
 
-            session.pip_line(self, line.split(None, 2)[2] if len(line.split()) > 2 else "")
+            session.pip_line(self, line.split(None, 2)[2] if len(words) > 2 else "")
+            return None
+        if words[:2] == ["session", "profile"]:  # its --cpu/--memory say what to capture, not resources
+            from fray_jupyter.magics import session_profile
+
+            session_profile.line(self, line.split(None, 2)[2] if len(words) > 2 else "")
             return None
         args = LINE_PARSER.parse_line(line)
         if args.command == "config":

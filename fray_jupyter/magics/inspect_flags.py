@@ -10,6 +10,23 @@ INSPECT_COMMANDS: Final = ("profile", "exec")
 """The ``%fray`` commands ``magics.inspect`` answers."""
 
 
+def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to capture: ``--cpu`` (the default) | ``--memory`` | ``--threads``, ``--seconds N``,
+    ``--format F``, and ``--locals``, ``--native``, ``--leaks`` (``%fray profile`` and ``%fray
+    session profile`` take the same)."""
+    kind = parser.add_mutually_exclusive_group()
+    for name, text in (("cpu", "CPU (py-spy): a flamegraph (the default)"), ("memory", "memory (memray)"),
+                       ("threads", "every thread's stack now (py-spy dump)")):
+        kind.add_argument(f"--{name}", dest="kind", action="store_const", const=name, help=text)
+    parser.set_defaults(kind="cpu")
+    parser.add_argument("--seconds", type=int, default=10, metavar="N", help="how long to sample (default 10)")
+    parser.add_argument("--format", dest="fmt", default=None, metavar="FORMAT",
+                        help="cpu: flamegraph, speedscope, raw; memory: flamegraph, table, stats, raw")
+    parser.add_argument("--locals", action="store_true", help="threads: each frame's local variables too")
+    parser.add_argument("--native", action="store_true", help="threads: native (C) frames too")
+    parser.add_argument("--leaks", action="store_true", help="memory: only allocations still alive at the end")
+
+
 def add_inspect_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     """``%fray profile JOB[/i] [--cpu|--memory|--threads] [--seconds N]`` and
     ``%fray exec JOB/i [--timeout N] -- CMD…`` on the ``%fray`` subparsers ``commands``."""
@@ -17,19 +34,9 @@ def add_inspect_commands(commands: Any, common: argparse.ArgumentParser) -> None
                                   help="profile a running task (CPU, memory) or dump its threads; the capture "
                                        "is written next to the notebook")
     profile.add_argument("task", metavar="JOB[/I]", help="a job (its task 0), a task (JOB/1) or an attempt (JOB/1:2)")
-    kind = profile.add_mutually_exclusive_group()
-    for name, text in (("cpu", "CPU (py-spy): a flamegraph (the default)"), ("memory", "memory (memray)"),
-                       ("threads", "every thread's stack now (py-spy dump)")):
-        kind.add_argument(f"--{name}", dest="kind", action="store_const", const=name, help=text)
-    profile.set_defaults(kind="cpu")
-    profile.add_argument("--seconds", type=int, default=10, metavar="N", help="how long to sample (default 10)")
-    profile.add_argument("--format", dest="fmt", default=None, metavar="FORMAT",
-                         help="cpu: flamegraph, speedscope, raw; memory: flamegraph, table, stats, raw")
+    add_capture_arguments(profile)
     profile.add_argument("--output", default=None, metavar="PATH",
                          help="where to write it (default: <job>-<task>-<kind>.<ext> in the notebook's directory)")
-    profile.add_argument("--locals", action="store_true", help="threads: each frame's local variables too")
-    profile.add_argument("--native", action="store_true", help="threads: native (C) frames too")
-    profile.add_argument("--leaks", action="store_true", help="memory: only allocations still alive at the end")
     exec_ = commands.add_parser("exec", parents=[common],
                                 help="run a command in a running task (its directory and environment)")
     exec_.add_argument("task", metavar="JOB[/I]", help="a job (its task 0) or a task (JOB/1)")

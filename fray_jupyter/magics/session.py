@@ -21,6 +21,7 @@ Rules:
   A session started with ``--sync`` does that before every cell, and a failed sync fails the cell.
   ``restart`` syncs its new hosts at once (they unpacked the bundle the session started with).
 * ``%fray session pip NAME ARGS…`` runs pip on every host (``session.packages``), its state kept.
+* ``%fray session profile NAME`` profiles every host at once (``magics.session_profile``).
 * ``%fray push NAME x y`` sends the notebook's ``x`` and ``y`` to every host (``--targets``);
   ``%fray pull NAME z`` binds ``z`` in the notebook from one host (``--host``, default 0).
 """
@@ -55,7 +56,8 @@ class SessionCellFailed(Exception):
         return [*self.lines, str(self)]
 
 
-def _find(name: str, label: str) -> Session:
+def find_session(name: str, label: str) -> Session:
+    """This kernel's session ``name``; a ``UsageError`` naming the sessions it holds otherwise."""
     session = SESSIONS.get(name)
     if session is None:
         known = ", ".join(sorted(SESSIONS)) or "none"
@@ -73,14 +75,14 @@ def line(magics: Any, args: argparse.Namespace) -> None:
     label = f"%fray {args.command}"
     try:
         if args.command == "push":
-            session = _find(args.session_name, label)
+            session = find_session(args.session_name, label)
             missing = [name for name in args.names if name not in magics.namespace]
             if missing:
                 raise usage(f"no variable {', '.join(missing)} in the notebook", label)
             bound = session.push({name: magics.namespace[name] for name in args.names}, targets=args.targets)
             _say(f"pushed {', '.join(bound)} to session {session.name}")
         elif args.command == "pull":
-            magics.namespace.update(_find(args.session_name, label).pull(args.names, host=args.host))
+            magics.namespace.update(find_session(args.session_name, label).pull(args.names, host=args.host))
         else:
             _session_action(magics, args, f"{label} {args.action}")
     except SessionError as error:
@@ -100,7 +102,7 @@ def pip_line(magics: Any, rest: str) -> None:
                     "%fray session pip dev install einops", label) from None
     if not argv:
         raise usage(f"give pip's arguments after {name}, e.g. %fray session pip {name} install einops", label)
-    session = _find(name, label)
+    session = find_session(name, label)
     try:
         replies = session.pip(argv)
     except SessionError as error:
@@ -122,7 +124,7 @@ def _session_action(magics: Any, args: argparse.Namespace, label: str) -> None:
 
         start(magics, args, label, SESSIONS)
         return
-    session = _find(name, label)
+    session = find_session(name, label)
     if args.action == "stop":
         session.stop()
         del SESSIONS[name]
@@ -156,7 +158,7 @@ def cell(args: argparse.Namespace, source: str) -> Any:
     label = f"%%fray --session {args.session}"
     if given := resource_flags_given(args):
         raise usage(f"{', '.join(given)}: a session's resources are set by %fray session start", label)
-    session = _find(args.session, label)
+    session = find_session(args.session, label)
     try:
         if not session.ready:  # a start that was interrupted: wait on
             session.wait_ready(_say)

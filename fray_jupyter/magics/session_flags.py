@@ -52,7 +52,9 @@ def add_session_commands(commands: Any, common: argparse.ArgumentParser,
     ``job_arguments(parser)`` adds the resource flags ``start`` takes."""
     session = commands.add_parser("session", parents=[common],
                                   help="start, stop, restart, interrupt, status or sync a session; "
-                                       "`session pip NAME ARGS…` runs pip with ARGS on every host")
+                                       "`session pip NAME ARGS…` runs pip with ARGS on every host; "
+                                       "`session profile NAME [--cpu|--memory|--threads] [--seconds N]` "
+                                       "profiles every host at once")
     session.add_argument("action", choices=ACTIONS)
     session.add_argument("session_name", metavar="NAME")
     session.add_argument("--resources", metavar="VAR", help="start: the resources of a ResourceConfig or picker")

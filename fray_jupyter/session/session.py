@@ -396,6 +396,11 @@ class Session:
         """Seconds each host has been idle (None: running a cell); each releases the slice at ``idle_timeout``."""
         return self._on_every(lambda handle: handle.idle_for())
 
+    def task_ids(self) -> list[str]:
+        """Each host's task id, host ``i`` at index ``i`` (task ``i`` of the job); ``SessionError`` unless ready."""
+        self._ready_handles()
+        return [f"{self.job_id}/{host}" for host in range(self.hosts)]
+
     def _on_every(self, call: Callable[[ActorHandle], Any], targets: Sequence[int] | None = None) -> list[Any]:
         chosen = self._targets(targets)
         handles = self._ready_handles()
