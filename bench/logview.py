@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT / "tests" / "ui"))
 
 from labserver import Lab, launch_args, running_lab
 
+from bench.pages import sidebar_page
 from bench.results import Figure, record
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.discovery import start_controller
@@ -60,7 +61,6 @@ from tests.logjobs import python_job
 
 BENCH = "logview"
 GOAL_FRAME_MS = 100.0
-SIDEBAR_ID = "fray-jobs"
 MOST_DOM_ROWS = 300
 BASELINE_REV = "1de6583"
 """The last commit whose log views played each stored row on a one-line terminal (before the
@@ -198,11 +198,7 @@ def measure(lab: Lab, job_id: str, first_seq: int, last_line: str, step_px: int)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(**launch_args())
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{lab.url}/lab/workspaces/logview-bench?token={lab.token}")
-        page.wait_for_function("() => window.jupyterapp?.restored")
-        page.evaluate("async () => { await window.jupyterapp.restored; }")
-        page.evaluate(f"window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
+        page = sidebar_page(browser, lab, "logview-bench")
         row = page.locator(f".fj-JobRow[data-job-id='{job_id}']")
         expect(row).to_be_visible(timeout=30_000)
         tail = page.evaluate(OPEN_TAIL, {"jobId": job_id, "lastText": last_line, "maxMs": 60_000})

@@ -1,6 +1,8 @@
-"""Benchmark the embedded controller's usage path: the sampler's cost and the dashboard's query.
+"""Benchmark the usage path: the sampler's cost, the dashboard's query, how soon a change shows, and
+the sparkline's draw.
 
-Run: ``.venv/bin/python bench/usage.py [--tasks N] [--passes P] [--query-tasks T] [--samples S] [--twin]``
+Run: ``.venv/bin/python bench/usage.py [--tasks N] [--passes P] [--query-tasks T] [--samples S] [--twin]
+[--lab] [--steps K] [--spark-repeat R]``
 
 1. Sampling cost: ``N`` task-like processes (default 100, each ``sleep`` leading its own session, as
    the runner starts attempts) sampled ``P`` times by ``controller.sampler.Sampler`` into a fresh
@@ -11,6 +13,10 @@ Run: ``.venv/bin/python bench/usage.py [--tasks N] [--passes P] [--query-tasks T
 3. With ``--twin``: the same query, the same rows, over the wire (``FrayClient.query_stats``) to a
    real embedded controller and to a genuine Iris local cluster (rows written to its finelog with
    finelog's own client), median of 9 each, and their ratio. Goal: the embedded one no slower.
+4. With ``--lab``: ``bench/usage_sidebar.py``'s figures in a real JupyterLab and Chromium: a task's
+   memory change shown by the REST route and by the sidebar (goal: <= 2 s each, the worst of ``K``
+   changes; peer: the controller's sample interval), and an hour of samples drawn as the sidebar's
+   sparklines (goal: <= 16 ms, first draw and redraw, median of ``R``).
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ui"))
 
-from bench.results import Figure, record
+from bench.results import Figure, record, skipped
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.usage import latest_usage_sql
 from fray_jupyter.controller.sampler import INTERVAL_S, Sampler, Target
@@ -34,13 +41,15 @@ from fray_jupyter.controller.store import Store
 
 BENCH = "usage"
 COST_GOAL_PCT = 1.0
+WRITE_CHUNK = 2500
 QUERY_GOAL_MS = 50.0
 
 
-def _report(name: str, value: float, unit: str, goal: float) -> None:
+def _report(name: str, value: float, unit: str, goal: float, peer: str = "") -> None:
     passed = value <= goal
-    print(f"  {name}: {value:.2f} {unit} [goal <= {goal:g} {unit}: {'pass' if passed else 'MISS'}]")
-    record(Figure(BENCH, name, f"{value:.2f} {unit}", f"<= {goal:g} {unit}", passed))
+    shown = f"{value:.2f} {unit}" + (f" ({peer})" if peer else "")
+    print(f"  {name}: {shown} [goal <= {goal:g} {unit}: {'pass' if passed else 'MISS'}]")
+    record(Figure(BENCH, name, shown, f"<= {goal:g} {unit}", passed))
 
 
 def sampling_cost(root: Path, tasks: int, passes: int) -> float:
@@ -127,14 +136,52 @@ def over_the_wire(root: Path, tasks: int, samples: int) -> tuple[float, float]:
     with iris_local.iris_local_cluster(root / "twin") as url:
         finelog = LogClient.connect(url + "/proxy/system.log-server")
         table = finelog.get_table("iris.task", IrisTaskStat)
-        for batch in batches:
+        rows = [row for batch in batches for row in batch]
+        for start in range(0, len(rows), WRITE_CHUNK):  # the client buffers at most 10,000 rows: never overflow it
             table.write([IrisTaskStat(**{**row, "ts": datetime.fromtimestamp(int(row["ts"]) / 1000, UTC)  # type: ignore[arg-type]
-                                         .replace(tzinfo=None)}) for row in batch])
-            finelog.flush(timeout=120)  # each batch: the client buffers at most 10,000 rows
+                                         .replace(tzinfo=None)}) for row in rows[start:start + WRITE_CHUNK]])
+            if (flushed := table.flush(timeout=120)) != "succeeded":
+                raise RuntimeError(f"the twin's finelog did not take the rows: {flushed}")
         finelog.close()
         with FrayClient(url) as client:
+            held = client.query_stats('SELECT count(*) AS n FROM "iris.task"')[0]["n"]
+            if held != len(rows):
+                raise RuntimeError(f"the twin holds {held} of the {len(rows)} rows written")
             twin = _median_ms(client, sql, tasks)
     return embedded, twin
+
+
+def in_the_lab(root: Path, steps: int, repeat: int) -> None:
+    """``bench/usage_sidebar.py``'s figures (module docstring, 4.), recorded."""
+    from labserver import running_lab
+
+    from bench import usage_sidebar
+    from fray_jupyter.controller.sampler import INTERVAL_S as SAMPLE_S
+    from fray_jupyter.runtime_file import RUNTIME_FILE_NAME
+    from tests.controller_harness import start_controller, stop_quietly
+
+    with running_lab(root / "lab") as lab:
+        controller = start_controller(root / "lab-state", runtime_file=lab.root.parent / "runtime" / RUNTIME_FILE_NAME)
+        try:
+            with FrayClient(controller.info.url, controller.info.token) as client:
+                folder = root / "grower"
+                folder.mkdir()
+                rest, sidebar = usage_sidebar.freshness(lab, client, folder, steps)
+        finally:
+            stop_quietly(controller)
+    goal = usage_sidebar.FRESH_GOAL_S
+    for where, seconds in (("REST (GET /fray/jobs/<id>/usage)", rest), ("the sidebar's job view", sidebar)):
+        print(f"  {where}: {', '.join(f'{s:.2f}' for s in seconds)} s after each change")
+        _report(f"memory change shown by {where}, worst of {len(seconds)}", max(seconds), "s", goal,
+                f"sampled every {SAMPLE_S:g} s")
+    try:
+        first, redraw, points = usage_sidebar.sparkline_ms(repeat)
+    except FileNotFoundError as error:
+        skipped(BENCH, "an hour of samples drawn as sparklines", f"<= {usage_sidebar.DRAW_GOAL_MS:g} ms", str(error))
+        return
+    for what, value in (("first draw", first), ("redraw", redraw)):
+        _report(f"an hour of samples as the sidebar's sparklines ({points} points each), {what}, median of {repeat}",
+                value, "ms", usage_sidebar.DRAW_GOAL_MS, "Chromium")
 
 
 def main() -> int:
@@ -144,6 +191,9 @@ def main() -> int:
     parser.add_argument("--query-tasks", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--twin", action="store_true", help="also compare with a genuine Iris local cluster")
+    parser.add_argument("--lab", action="store_true", help="also the REST, sidebar and sparkline figures (Chromium)")
+    parser.add_argument("--steps", type=int, default=5, help="--lab: memory changes watched")
+    parser.add_argument("--spark-repeat", type=int, default=20, help="--lab: sparkline draws timed")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -155,6 +205,8 @@ def main() -> int:
             embedded, twin = over_the_wire(root, args.query_tasks, args.samples)
             print(f"  over the wire: embedded {embedded:.1f} ms, twin {twin:.1f} ms")
             _report("latest-per-task query, embedded / twin", embedded / twin, "x", 1.0)
+        if args.lab:
+            in_the_lab(root, args.steps, args.spark_repeat)
     return 0
 
 
