@@ -29,7 +29,6 @@ import json
 import os
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
 from tests.marin_home import iap_manifest
+from tests.waiting import until
 
 RESOLUTIONS: list[str] = []
 
@@ -78,9 +78,7 @@ def twin() -> dict[str, Any]:
     out["lines"] = [entry.data for entry in client.follow(done, timeout=120)]
     out["state"] = job_pb2.JobState.Name(client.wait(done, timeout=60).state)
     long = client.submit(plan(job("sleeper", "sleep", "300"), user="alice"))
-    deadline = time.monotonic() + 60
-    while client.state([long])[long] != job_pb2.JOB_STATE_RUNNING and time.monotonic() < deadline:
-        time.sleep(0.1)
+    until(lambda: client.state([long])[long] == job_pb2.JOB_STATE_RUNNING, f"{long} running on the twin")
     out["listed"] = sorted(status.job_id for status in client.list(user="alice").jobs)
     client.terminate(long)
     out["cancelled"] = job_pb2.JobState.Name(client.wait(long, timeout=60).state)
@@ -141,15 +139,13 @@ step.wait()
 
 
 def task_line(client: Any, job_id: str, prefix: str) -> str:
-    """The job's stored log line starting with ``prefix`` ("" if none comes within a minute): a
-    genuine Iris worker ships a finished task's last rows a second or more after the job ends, so a
-    loaded machine's ``--wait`` can show the job's end before them, as Iris's own CLI would."""
-    deadline = time.monotonic() + 60
-    while True:
-        found = [entry.data for entry in client.logs(job_id).entries if entry.data.startswith(prefix)]
-        if found or time.monotonic() > deadline:
-            return found[0] if found else ""
-        time.sleep(0.2)
+    """The job's stored log line starting with ``prefix``, once it is stored: a genuine Iris worker
+    ships a finished task's last rows a second or more after the job ends, so a loaded machine's
+    ``--wait`` can show the job's end before them, as Iris's own CLI would."""
+    def stored() -> str | None:
+        return next((entry.data for entry in client.logs(job_id).entries if entry.data.startswith(prefix)), None)
+
+    return until(stored, f"a line of {job_id} starting {prefix!r}")
 
 
 def cells() -> dict[str, Any]:

@@ -24,6 +24,7 @@ import pytest
 
 if TYPE_CHECKING:
     from fray_jupyter.client import FrayClient
+    from fray_jupyter.controller.service import ControllerService
     from tests.controller_harness import ControllerProcess
     from tests.docs_build import DocsBuild
 
@@ -122,11 +123,15 @@ def docs_build(tmp_path_factory: pytest.TempPathFactory) -> DocsBuild:
 
 @pytest.fixture(scope="module")
 def controller(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    """A real embedded controller with its default settings, one for the module (a module that needs
-    other settings defines its own ``controller``)."""
+    """A real embedded controller, one for the module: started with the flags of the module's
+    ``CONTROLLER_ARGS`` (a tuple of str) and the environment variables of its ``CONTROLLER_ENV`` (a
+    dict) where it sets them, with the defaults where it does not."""
     from tests.controller_harness import start_controller, stop_quietly
 
-    process = start_controller(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]) / "state")
+    flags: tuple[str, ...] = getattr(request.module, "CONTROLLER_ARGS", ())
+    env: dict[str, str] | None = getattr(request.module, "CONTROLLER_ENV", None)
+    process = start_controller(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]) / "state",
+                               *flags, env=env)
     try:
         yield process
     finally:
@@ -140,3 +145,16 @@ def client(controller: ControllerProcess) -> Iterator[FrayClient]:
 
     with FrayClient(controller.info.url, controller.info.token) as opened:
         yield opened
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[ControllerService]:
+    """The embedded controller's service in this process (its store, and an engine of 2 slots that is
+    not running), for tests of what one call does; its store closed after the test."""
+    from tests.service_core import Core
+
+    core = Core(tmp_path, slots=2)
+    try:
+        yield core.service
+    finally:
+        core.store.close()

@@ -152,6 +152,28 @@ class Wire:
         return until(reached, f"{job_id} in states {sorted(states)}", hang_guard=timeout)
 
 
+def thread_dump_request(target: str) -> job_pb2.ProfileTaskRequest:
+    """ProfileTask's request for a thread dump of ``target`` (a task, an attempt or ``/system/process``)."""
+    return job_pb2.ProfileTaskRequest(target=target, profile_type=job_pb2.ProfileType(threads=job_pb2.ThreadsProfile()))
+
+
+def dump_showing(wire: Wire, target: str, frame: str) -> str:
+    """A thread dump of ``target`` once one shows ``frame`` (the task's interpreter may still be starting)."""
+    def dumped() -> str | None:
+        text = bytes(wire.call("ProfileTask", thread_dump_request(target)).profile_data).decode(errors="replace")
+        return text if frame in text else None
+
+    return until(dumped, f"a thread dump of {target} shows {frame}")
+
+
+def meeting(place: Path, count: int) -> str:
+    """A task command that checks in under ``place`` (a new directory) and ends once ``count`` tasks
+    have: a job of ``count`` such tasks succeeds only if every one of them runs at the same time."""
+    place.mkdir()
+    return (f'touch "{place}/${{IRIS_TASK_ID##*/}}"; '
+            f'while [ "$(ls "{place}" | wc -l)" -lt {count} ]; do sleep 0.05; done')
+
+
 TERMINAL = {job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED, job_pb2.JOB_STATE_KILLED,
             job_pb2.JOB_STATE_WORKER_FAILED, job_pb2.JOB_STATE_UNSCHEDULABLE}
 

@@ -4,8 +4,9 @@ service on the current event loop (``run``), and waiting on the controller's own
 ``Core.until(condition, what)`` re-checks ``condition`` each time the store records a change (a write
 to a job, its tasks or its log lines: the change feed of ``controller.changes``, which the controller's
 watchers long-poll), and at least every ``RECHECK_S`` seconds for a condition on state outside the
-store (the engine's memory, files). It fails, naming ``what`` and the last value seen, when
-``WAIT_S`` seconds pass first: a bound against a hang, never a measure of how fast the controller is.
+store (the engine's memory, files). It fails, naming ``what`` and the last value seen, after
+``tests/waiting.py``'s ``HANG_GUARD_S``: a guard against a hang, never a measure of how fast the
+controller is.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from fray_jupyter.controller.service import ControllerService
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import TERMINAL
+from tests.waiting import HANG_GUARD_S
 
 C = controller_pb2.Controller
 J = job_pb2
 T = TypeVar("T")
-WAIT_S: Final[float] = 60.0
 RECHECK_S: Final[float] = 0.5
 
 
@@ -64,10 +65,10 @@ class Core:
 
     async def until(self, condition: Callable[[], T | None], what: str) -> T:
         """``condition()``'s first true value, re-checked on every change (module rule)."""
-        deadline = time.monotonic() + WAIT_S
+        give_up = time.monotonic() + HANG_GUARD_S
         while not (value := condition()):
-            left = deadline - time.monotonic()
-            assert left > 0, f"{what}: not reached in {WAIT_S:.0f} s (last: {value!r})"
+            left = give_up - time.monotonic()
+            assert left > 0, f"never happened: {what} (last: {value!r})"
             await self.feed.wait(self.feed.revision, self.feed.epoch, min(RECHECK_S, left))
         return value
 

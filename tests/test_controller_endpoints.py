@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import signal
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,24 +33,25 @@ from tests.controller_harness import (
     start_controller,
     stop_quietly,
 )
+from tests.waiting import until
 
 C = controller_pb2.Controller
 J = job_pb2
 FLOOR_S = 0.5
+CONTROLLER_ARGS = ("--slots", "8")  # the module's controller (conftest), leases as short as FLOOR_S
+CONTROLLER_ENV = {MIN_LEASE_ENV: str(FLOOR_S)}
 SERVICE = "/alice/svc"
 """A two-task job that keeps running for the whole module."""
 
 
 @pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    process = start_controller(tmp_path_factory.mktemp("endpoints") / "state", "--slots", "8",
-                               env={MIN_LEASE_ENV: str(FLOOR_S)})
-    wire = process.wire()
+def controller(controller: ControllerProcess) -> ControllerProcess:
+    """The module's controller (conftest) once ``SERVICE`` runs on it."""
+    wire = controller.wire()
     wire.launch(launch_request("svc", "sleep 300", replicas=2))
     wait_running(wire, SERVICE)
     wire.close()
-    yield process
-    stop_quietly(process)
+    return controller
 
 
 @pytest.fixture(params=["connect", "grpc"])
@@ -63,10 +63,8 @@ def wire(request: pytest.FixtureRequest, controller: ControllerProcess) -> Itera
 
 def wait_running(wire: Wire, job_id: str) -> None:
     """Until every task of the job runs."""
-    deadline = time.monotonic() + 60
-    while not all(task.state == J.TASK_STATE_RUNNING for task in wire.tasks(job_id)):
-        assert time.monotonic() < deadline, wire.tasks(job_id)
-        time.sleep(0.05)
+    until(lambda: all(task.state == J.TASK_STATE_RUNNING for task in wire.tasks(job_id)),
+          f"every task of {job_id} running")
 
 
 def register(wire: Wire, name: str, task: str = f"{SERVICE}/0", *, attempt: int = 0, endpoint_id: str = "",
@@ -93,13 +91,6 @@ def stored_endpoints(controller: ControllerProcess) -> int:
     """Rows in the store's endpoint table (what a lapse or a task's end must leave behind: none)."""
     with sqlite3.connect(f"file:{controller.state_dir / 'controller.sqlite3'}?mode=ro", uri=True) as db:
         return int(db.execute("SELECT count(*) FROM endpoints").fetchone()[0])
-
-
-def until(condition: object, what: str) -> None:
-    deadline = time.monotonic() + 60
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.05)
 
 
 def test_every_task_gets_a_reserved_port_per_name(controller: ControllerProcess) -> None:

@@ -20,10 +20,10 @@ from tests.controller_harness import (
     ControllerProcess,
     Wire,
     WireError,
+    dump_showing,
     launch_request,
     pid_alive,
-    start_controller,
-    stop_quietly,
+    thread_dump_request,
 )
 from tests.waiting import until
 
@@ -33,14 +33,8 @@ BOB_TOKEN = "bob-secret-token"
 BUSY = "exec python -c 'import time\ndef busy_loop():\n    while True: sum(range(1000))\nbusy_loop()'"
 SLEEPER = ("exec python -c 'import time\ndef stuck_waiting():\n    while True: time.sleep(1)\n"
            "stuck_waiting()'")
+CONTROLLER_ARGS = ("--user-token", f"bob={BOB_TOKEN}")  # the module's controller (conftest)
 pytestmark = pytest.mark.skipif(profiling.tool("py-spy") is None, reason="py-spy is not installed")
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    started = start_controller(tmp_path_factory.mktemp("inspect") / "state", "--user-token", f"bob={BOB_TOKEN}")
-    yield started
-    stop_quietly(started)
 
 
 @pytest.fixture(params=["connect", "grpc"])
@@ -57,24 +51,11 @@ def running(wire: Wire, name: str, command: str, user: str = "alice") -> str:
     return f"{job_id}/0"
 
 
-def threads(target: str) -> J.ProfileTaskRequest:
-    return J.ProfileTaskRequest(target=target, profile_type=J.ProfileType(threads=J.ThreadsProfile()))
-
-
-def dump_until(wire: Wire, target: str, frame: str) -> str:
-    """Thread dumps until one shows ``frame`` (the interpreter may still be starting)."""
-    def dumped() -> str | None:
-        text = str(wire.call("ProfileTask", threads(target)).profile_data.decode())
-        return text if frame in text else None
-
-    return until(dumped, f"a thread dump of {target} shows {frame}")
-
-
 def test_a_thread_dump_names_the_stuck_frame_and_a_cpu_profile_the_hot_function(wire: Wire) -> None:
     sleeper = running(wire, "sleeper", SLEEPER)
-    assert "stuck_waiting" in dump_until(wire, sleeper, "stuck_waiting")
+    assert "stuck_waiting" in dump_showing(wire, sleeper, "stuck_waiting")
     busy = running(wire, "busy", BUSY)
-    pid = int(re.search(r"Process (\d+):", dump_until(wire, busy, "busy_loop")).group(1))  # type: ignore[union-attr]
+    pid = int(re.search(r"Process (\d+):", dump_showing(wire, busy, "busy_loop")).group(1))  # type: ignore[union-attr]
     for fmt, marker in ((J.CpuProfile.RAW, b"busy_loop"), (J.CpuProfile.FLAMEGRAPH, b"<svg"),
                         (J.CpuProfile.SPEEDSCOPE, b"speedscope")):
         answer = wire.call("ProfileTask", J.ProfileTaskRequest(
@@ -111,10 +92,7 @@ def test_a_timed_out_command_is_killed_with_everything_it_started(wire: Wire, tm
         task_id=task, timeout_seconds=1, command=["sh", "-c", f"sleep 300 & echo $! > {pids}; sleep 300"]))
     assert answer.exit_code == -9 and "timed out after 1 s" in answer.error
     child = int(pids.read_text())
-    deadline = time.monotonic() + 5
-    while pid_alive(child):
-        assert time.monotonic() < deadline, "the command's child outlived the timeout"
-        time.sleep(0.05)
+    until(lambda: not pid_alive(child), "the timed-out command's child ends with it")
     flood = wire.call("ExecInContainer", C.ExecInContainerRequest(
         task_id=task, command=["python", "-c", "import sys; sys.stdout.write('x' * 5_000_000)"]))
     assert len(flood.stdout) < 1_100_000 and "[output cut: 3951424 more bytes" in flood.stdout
@@ -134,31 +112,25 @@ def test_a_command_with_no_timeout_is_killed_when_its_task_ends(controller: Cont
         other.close()
     caller = threading.Thread(target=call)
     caller.start()
-    deadline = time.monotonic() + 10
-    while not child.exists() or not child.read_text().strip():
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    started = until(lambda: child.read_text().strip() if child.exists() else None, "the command wrote its child's pid")
     wire.call("TerminateJob", C.TerminateJobRequest(job_id=task.rsplit("/", 1)[0]))
-    caller.join(timeout=20)
+    until(lambda: not caller.is_alive(), "the command's call returns once its task ended")
     assert answers and answers[0].error.startswith("The task ended while the command ran")  # type: ignore[attr-defined]
-    deadline = time.monotonic() + 5
-    while pid_alive(int(child.read_text())):
-        assert time.monotonic() < deadline, "the command's child outlived its task"
-        time.sleep(0.05)
+    until(lambda: not pid_alive(int(started)), "the command's child ends with its task")
 
 
 def test_a_finished_task_answers_irises_errors(wire: Wire) -> None:
     job_id = wire.launch(launch_request(f"done-{wire.transport}-{time.monotonic_ns()}", "true"))
     wire.wait(job_id, {J.JOB_STATE_SUCCEEDED})
-    assert wire.call("ProfileTask", threads(f"{job_id}/0")).error == "attempt no longer running"
+    assert wire.call("ProfileTask", thread_dump_request(f"{job_id}/0")).error == "attempt no longer running"
     answer = wire.call("ExecInContainer", C.ExecInContainerRequest(task_id=f"{job_id}/0", command=["ls"]))
     assert answer.error == f"Task {job_id}/0 is not running (state=TASK_STATE_SUCCEEDED)"
-    assert wire.call("ProfileTask", threads(f"{job_id}/0:0")).error == "attempt no longer running"
+    assert wire.call("ProfileTask", thread_dump_request(f"{job_id}/0:0")).error == "attempt no longer running"
 
 
 def test_a_task_that_is_not_python(wire: Wire) -> None:
     task = running(wire, "shell", "exec sleep 300")
-    dumped = wire.call("ProfileTask", threads(task))
+    dumped = wire.call("ProfileTask", thread_dump_request(task))
     assert dumped.error.startswith("py-spy dump failed") and "python" in dumped.error.lower()
     cpu = wire.call("ProfileTask", J.ProfileTaskRequest(
         target=task, duration_seconds=1, profile_type=J.ProfileType(cpu=J.CpuProfile())))
@@ -173,7 +145,7 @@ def test_a_task_that_is_not_python(wire: Wire) -> None:
 ])
 def test_unknown_and_malformed_targets(wire: Wire, target: str, code: str, message: str) -> None:
     with pytest.raises(WireError) as refused:
-        wire.call("ProfileTask", threads(target))
+        wire.call("ProfileTask", thread_dump_request(target))
     assert refused.value.code == code and message in refused.value.message
 
 
@@ -190,7 +162,7 @@ def test_hostile_profile_requests_are_refused_in_one_line(wire: Wire) -> None:
 
 def test_only_the_owner_or_the_controllers_user_may_look_inside(wire: Wire, controller: ControllerProcess) -> None:
     task = running(wire, "owned", SLEEPER)
-    for name, request in (("ProfileTask", threads(task)),
+    for name, request in (("ProfileTask", thread_dump_request(task)),
                           ("ExecInContainer", C.ExecInContainerRequest(task_id=task, command=["touch", "pwned"]))):
         with pytest.raises(WireError) as other:
             wire.call(name, request, token=BOB_TOKEN)
@@ -203,7 +175,7 @@ def test_only_the_owner_or_the_controllers_user_may_look_inside(wire: Wire, cont
     assert "refused a caller at 127.0.0.1:" in controller.log()  # the unauthenticated one
     assert not list(controller.state_dir.glob("work/*/*/pwned"))
     with pytest.raises(WireError, match="cannot profile the controller"):
-        wire.call("ProfileTask", threads("/system/process"), token=BOB_TOKEN)
+        wire.call("ProfileTask", thread_dump_request("/system/process"), token=BOB_TOKEN)
     bobs = running(wire, "bobs", SLEEPER, user="bob")
     mine = wire.call("ExecInContainer", C.ExecInContainerRequest(task_id=bobs, command=["echo", "hi"]), token=BOB_TOKEN)
     assert mine.stdout == "hi\n"
@@ -220,7 +192,7 @@ def test_nothing_reaches_a_task_through_the_proxy_prefix(controller: ControllerP
 
 
 def test_the_controller_profiles_itself_and_reports_its_process(wire: Wire, controller: ControllerProcess) -> None:
-    answer = wire.call("ProfileTask", threads("/system/process"))
+    answer = wire.call("ProfileTask", thread_dump_request("/system/process"))
     assert answer.error == "" and b"Thread" in answer.profile_data
     kept = wire.call("Query", finelog_stats_pb2.QueryRequest(
         sql="SELECT source, type, format, trigger, profile_data FROM \"iris.profile\" "

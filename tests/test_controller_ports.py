@@ -7,8 +7,6 @@ from __future__ import annotations
 import shlex
 import socket
 import sys
-import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,9 +17,8 @@ from tests.controller_harness import (
     ControllerProcess,
     Wire,
     launch_request,
-    start_controller,
-    stop_quietly,
 )
+from tests.waiting import until
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -39,26 +36,21 @@ print("bound", ports["http"], ports["grpc"], flush=True)
 time.sleep(600)
 """
 """A task that binds both of its named ports and holds them until it is stopped."""
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    started = start_controller(tmp_path_factory.mktemp("ports") / "state", "--slots", "4")
-    yield started
-    stop_quietly(started)
+CONTROLLER_ARGS = ("--slots", "4")  # the module's controller (conftest)
 
 
 def _bound(wire: Wire, job_id: str, count: int) -> list[tuple[int, int]]:
     """The (http, grpc) ports each of the job's ``count`` tasks said it bound, once all have."""
-    deadline = time.monotonic() + 60
-    while True:
+    def said() -> list[tuple[int, int]] | None:
         response = wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id))
         lines = [line.data for batch in response.task_logs for line in batch.logs if line.data.startswith("bound ")]
         if len(lines) == count:
             return [(int(line.split()[1]), int(line.split()[2])) for line in lines]
         status = wire.status(job_id)
-        assert status.state not in TERMINAL and time.monotonic() < deadline, (status, response)
-        time.sleep(0.1)
+        assert status.state not in TERMINAL, (status, response)
+        return None
+
+    return until(said, f"each of {job_id}'s {count} tasks said which ports it bound")
 
 
 def test_running_tasks_bind_distinct_real_ports_from_iris_s_range(controller: ControllerProcess) -> None:
@@ -71,13 +63,13 @@ def test_running_tasks_bind_distinct_real_ports_from_iris_s_range(controller: Co
     assert len(set(ports)) == 6 and all(port in PORT_RANGE for port in ports), bound
     assert all(dict(task.ports) == {} for task in wire.tasks(job_id))  # as Iris's controller: not reported
     wire.call("TerminateJob", C.TerminateJobRequest(job_id=job_id))
-    wire.wait(job_id, TERMINAL, timeout=30)
+    wire.wait(job_id, TERMINAL)
 
 
 def test_a_job_without_ports_gets_no_port_variable(controller: ControllerProcess) -> None:
     wire = controller.wire()
     job_id = wire.launch(launch_request("no-ports", "env | grep -c '^IRIS_PORT_' || true"))
-    assert wire.wait(job_id, TERMINAL, timeout=30).state == J.JOB_STATE_SUCCEEDED
+    assert wire.wait(job_id, TERMINAL).state == J.JOB_STATE_SUCCEEDED
     response = wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id))
     assert [line.data for batch in response.task_logs for line in batch.logs] == ["0"]
 

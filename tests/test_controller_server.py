@@ -8,12 +8,12 @@ from __future__ import annotations
 import ipaddress
 import signal
 import stat
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fray_jupyter.client import FrayClient
 from fray_jupyter.controller.rpc import METHODS
 from fray_jupyter.iris.outputs import read_files
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2
@@ -24,21 +24,17 @@ from tests.controller_harness import (
     Wire,
     WireError,
     launch_request,
+    meeting,
     pid_alive,
     start_controller,
     stop_quietly,
 )
+from tests.waiting import until
 
 C = controller_pb2.Controller
 J = job_pb2
 SLOTS = 6
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    started = start_controller(tmp_path_factory.mktemp("controller"), "--slots", str(SLOTS))
-    yield started
-    stop_quietly(started)
+CONTROLLER_ARGS = ("--slots", str(SLOTS))  # the module's controller (conftest)
 
 
 @pytest.fixture(params=["connect-proto", "connect-json", "grpc"])
@@ -98,38 +94,39 @@ def test_failure_budget_of_zero_fails_the_job_on_the_first_failed_attempt(contro
     assert "max_task_failures" in final.error
 
 
-def test_tpu_v4_32_is_gang_scheduled_as_four_tasks(controller: ControllerProcess) -> None:
+def test_tpu_v4_32_is_gang_scheduled_as_four_tasks(controller: ControllerProcess, tmp_path: Path) -> None:
+    """The four tasks of the gang run at the same time: each ends only once all four have checked in."""
     wire = controller.wire()
-    request = launch_request("tpu", "sleep 0.3", resources=ResourceConfig.with_tpu("v4-32"))
+    request = launch_request("tpu", meeting(tmp_path / "gang", 4), resources=ResourceConfig.with_tpu("v4-32"))
     assert request.HasField("coscheduling") and request.replicas == 4
     job_id = wire.launch(request)
     final = wire.wait(job_id, TERMINAL)
     assert final.state == J.JOB_STATE_SUCCEEDED and final.task_count == 4
     assert "emulating v4-32 (4 chips/VM) on this machine's CPU" in final.status_message
-    starts = [task.started_at.epoch_ms for task in wire.tasks(job_id)]
-    assert max(starts) - min(starts) < 1000
 
 
-def test_terminate_stops_a_running_gang_that_ignores_sigterm(controller: ControllerProcess) -> None:
+def test_terminate_stops_a_running_gang_that_ignores_sigterm(controller: ControllerProcess,
+                                                           client: FrayClient) -> None:
     wire = controller.wire("grpc")
     script = "trap '' TERM; echo pid=$$; sleep 60 & wait; sleep 60"
     job_id = wire.launch(launch_request("stubborn", script, resources=ResourceConfig.with_tpu("v4-32")))
     wire.wait(job_id, {J.JOB_STATE_RUNNING})
-    deadline = time.monotonic() + 10
-    while len(pids := [line for lines in _task_lines(wire, job_id).values() for line in lines]) < 4:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+
+    def printed() -> list[str] | None:
+        lines = [line for lines in _task_lines(wire, job_id).values() for line in lines]
+        return lines if len(lines) >= 4 else None
+
+    pids = until(printed, f"each task of {job_id} printed its pid", feed=client)
     wire.call("TerminateJob", C.TerminateJobRequest(job_id=job_id))
     assert wire.status(job_id).state == J.JOB_STATE_KILLED
     process_ids = [int(line.removeprefix("pid=")) for line in pids]
-    deadline = time.monotonic() + 30  # a hang guard: SIGKILL follows SIGTERM after the runner's grace
-    while any(pid_alive(pid) for pid in process_ids):
-        assert time.monotonic() < deadline, "task processes still alive 30 s after TerminateJob"
-        time.sleep(0.02)
+    until(lambda: not any(pid_alive(pid) for pid in process_ids),
+          "the task processes end after TerminateJob (SIGKILL follows SIGTERM after the runner's grace)")
     assert {task.state for task in wire.tasks(job_id)} == {J.TASK_STATE_KILLED}
 
 
-def test_each_attempt_records_an_output_archive_as_iris_does(controller: ControllerProcess) -> None:
+def test_each_attempt_records_an_output_archive_as_iris_does(controller: ControllerProcess,
+                                                             client: FrayClient) -> None:
     """What a task writes under $IRIS_OUTPUT_DIR is archived per attempt before the attempt's end is
     recorded: a retried task has one archive per attempt; a job with no files records EMPTY."""
     A = J.TaskOutputArchive
@@ -155,10 +152,12 @@ def test_each_attempt_records_an_output_archive_as_iris_does(controller: Control
     stopped = wire.launch(launch_request("stopped-outputs", 'touch "$IRIS_OUTPUT_DIR/x"; sleep 60'))
     wire.wait(stopped, {J.JOB_STATE_RUNNING})
     wire.call("TerminateJob", C.TerminateJobRequest(job_id=stopped))
-    deadline = time.monotonic() + 10
-    while not (archive := wire.tasks(stopped)[0].attempts[0].output_archive).state:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+
+    def recorded() -> J.TaskOutputArchive | None:
+        archive = wire.tasks(stopped)[0].attempts[0].output_archive
+        return archive if archive.state else None
+
+    archive = until(recorded, f"the output archive of {stopped}'s stopped attempt recorded", feed=client)
     assert (archive.state, archive.error) == (A.TASK_OUTPUT_ARCHIVE_STATE_UNAVAILABLE, "cancelled")
 
 
@@ -170,20 +169,23 @@ def test_impossible_gang_is_unschedulable_with_a_reason(controller: ControllerPr
     assert f"has {SLOTS}" in status.pending_reason and "--slots 16" in status.pending_reason
 
 
-def test_logs_come_back_in_order_by_cursor(controller: ControllerProcess) -> None:
+def test_logs_come_back_in_order_by_cursor(controller: ControllerProcess, client: FrayClient) -> None:
     wire = controller.wire("connect", "json")
     job_id = wire.launch(launch_request("chatty", "for i in $(seq 1 40); do echo line-$i; sleep 0.01; done"))
     seen: list[str] = []
     cursor = 0
-    while True:
+
+    def read_on() -> bool:
+        """The next page from the cursor; whether the job had ended before it was read."""
+        nonlocal cursor
         done = wire.status(job_id).state in TERMINAL
         response = wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=f"{job_id}/0", cursor=cursor))
-        seen += [entry.data for batch in response.task_logs for entry in batch.logs]
+        seen.extend(entry.data for batch in response.task_logs for entry in batch.logs)
         assert response.cursor >= cursor
         cursor = response.cursor
-        if done:
-            break
-        time.sleep(0.05)
+        return done
+
+    until(read_on, f"{job_id} ends while its log is read page by page", feed=client)
     assert seen == [f"line-{i}" for i in range(1, 41)]
     tail = wire.call("GetTaskLogs", C.GetTaskLogsRequest(id=job_id, tail=True, max_total_lines=3))
     assert [entry.data for entry in tail.task_logs[0].logs] == ["line-38", "line-39", "line-40"]
@@ -297,15 +299,19 @@ def test_kill_9_with_twenty_jobs_in_flight_then_restart(tmp_path: Path) -> None:
     requests = [launch_request(f"flight-{i}", "echo pid=$$; sleep 30", existing_job_policy=J.EXISTING_JOB_POLICY_KEEP,
                                scheduling_timeout=time_pb2.Duration(milliseconds=0)) for i in range(20)]
     job_ids = [wire.launch(request) for request in requests]
-    deadline = time.monotonic() + 10
-    while len(running := [j for j in job_ids if wire.status(j).state == J.JOB_STATE_RUNNING]) < 4:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    deadline = time.monotonic() + 10
-    while len(pids := [int(line.removeprefix("pid=")) for job_id in running
-                       for lines in _task_lines(wire, job_id).values() for line in lines]) < len(running):
-        assert time.monotonic() < deadline, f"only {len(pids)} of the running tasks printed their pid"
-        time.sleep(0.05)
+
+    def four_running() -> list[str] | None:
+        running = [job_id for job_id in job_ids if wire.status(job_id).state == J.JOB_STATE_RUNNING]
+        return running if len(running) >= 4 else None
+
+    running = until(four_running, "4 of the 20 jobs running (4 slots)")
+
+    def printed() -> list[int] | None:
+        pids = [int(line.removeprefix("pid=")) for job_id in running
+                for lines in _task_lines(wire, job_id).values() for line in lines]
+        return pids if len(pids) >= len(running) else None
+
+    pids = until(printed, "each running task printed its pid")
     wire.close()
     first.stop(signal.SIGKILL)
 
@@ -463,10 +469,7 @@ def test_a_crash_while_a_terminated_task_ignores_sigterm_still_kills_it_on_resta
     controller = start_controller(tmp_path / "state")
     wire = controller.wire()
     job_id = wire.launch(launch_request("ignores-term", "trap '' TERM; echo pid=$$; sleep 60 & wait; sleep 60"))
-    deadline = time.monotonic() + 10
-    while not (lines := _task_lines(wire, job_id)[f"{job_id}/0"]):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    lines = until(lambda: _task_lines(wire, job_id).get(f"{job_id}/0"), f"{job_id}'s task printed its pid")
     wire.call("TerminateJob", C.TerminateJobRequest(job_id=job_id))
     wire.close()
     controller.stop(signal.SIGKILL)  # inside the SIGTERM grace: the SIGKILL never came
@@ -475,10 +478,7 @@ def test_a_crash_while_a_terminated_task_ignores_sigterm_still_kills_it_on_resta
     restarted = start_controller(tmp_path / "state", runtime_file=controller.runtime_file)
     try:
         assert restarted.wire().status(job_id).state == J.JOB_STATE_KILLED
-        deadline = time.monotonic() + 2
-        while pid_alive(pid):
-            assert time.monotonic() < deadline, "the leftover task survived the restart"
-            time.sleep(0.02)
+        until(lambda: not pid_alive(pid), "the restarted controller kills the leftover task")
     finally:
         stop_quietly(restarted)
 

@@ -4,12 +4,10 @@ bounded by retention, gone with a replaced job, profiles recorded with Iris's va
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.service import ControllerService
 from fray_jupyter.controller.stats import Stats
 from fray_jupyter.controller.statscatalog import CATALOG
@@ -29,16 +27,6 @@ def _sample(task_id: str, ts: int, memory_mb: int = 1) -> dict[str, object]:
 
 def _rows(stats: Stats, sql: str) -> list[dict[str, object]]:
     return arrow_ipc.rows(arrow_ipc.read(stats.query(sql)[0]))
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[ControllerService]:
-    store = Store(tmp_path / "controller.sqlite3")
-    core = ControllerService(store, Engine(store, tmp_path / "work", 2), tmp_path / "bundles")
-    try:
-        yield core
-    finally:
-        store.close()
 
 
 def test_rows_survive_a_restart(tmp_path: Path) -> None:

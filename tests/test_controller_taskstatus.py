@@ -8,17 +8,13 @@ from __future__ import annotations
 import shlex
 import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.status_text import StatusText, status_text_sql
-from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.rpc import Code, RpcError
 from fray_jupyter.controller.service import ControllerService
-from fray_jupyter.controller.store import Store
 from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.proto import controller_pb2, finelog_stats_pb2
 from fray_jupyter.iris.states import is_job_finished
@@ -27,6 +23,7 @@ from tests.controller_harness import (
     launch_request,
     status_text_rows,
 )
+from tests.waiting import until
 
 C = controller_pb2.Controller
 S = finelog_stats_pb2
@@ -48,11 +45,13 @@ def test_a_task_sets_its_status_text_as_iris_tasks_do(controller: ControllerProc
     with FrayClient(controller.info.url, controller.info.token) as client:
         job_id = client.submit(launch_request("reports", f"exec {shlex.quote(sys.executable)} -c {shlex.quote(REPORT)}"))
         submitted = client.status(job_id).submitted_at.epoch_ms
-        deadline = time.monotonic() + 60
-        while not (found := client.status_texts([f"{job_id}/0"], since_ms=submitted)):
-            state = client.status(job_id)
-            assert time.monotonic() < deadline and not is_job_finished(state.state), client.logs(job_id).entries
-            time.sleep(0.2)
+
+        def reported() -> dict[str, StatusText] | None:
+            texts = client.status_texts([f"{job_id}/0"], since_ms=submitted)
+            assert texts or not is_job_finished(client.status(job_id).state), client.logs(job_id).entries
+            return texts or None
+
+        found = until(reported, f"{job_id}/0's status text", feed=client)
         assert found == {f"{job_id}/0": StatusText(DETAIL, SUMMARY, 0)}
         assert submitted <= found[f"{job_id}/0"].ts_ms <= time.time() * 1000
         assert client.status_texts([f"{job_id}/0"], since_ms=int(time.time() * 1000) + 60_000) == {}
@@ -70,17 +69,7 @@ def test_a_task_sets_its_status_text_as_iris_tasks_do(controller: ControllerProc
         client.terminate(job_id)
 
 
-# -- the service, in process -------------------------------------------------------------------------
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[ControllerService]:
-    store = Store(tmp_path / "controller.sqlite3")
-    core = ControllerService(store, Engine(store, tmp_path / "work", 2), tmp_path / "bundles")
-    try:
-        yield core
-    finally:
-        store.close()
-
-
+# -- the service, in process (conftest's ``service``) ----------------------------------------------------
 def _rows(task_ids: list[str], attempts: list[int], ts: list[int], details: list[str]) -> S.WriteRowsRequest:
     return status_text_rows(task_ids, attempts, details, [d.upper() for d in details], ts)
 

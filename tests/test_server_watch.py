@@ -8,7 +8,6 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,18 +18,15 @@ from fray_jupyter.client.discovery import URL_ENV
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.runtime_file import runtime_file_path, write_runtime_file
+from fray_jupyter.server.contract import PushEvent
 from fray_jupyter.server.link import ControllerLink
 from fray_jupyter.server.watch import ChangeHub
-from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
+from tests.controller_harness import ControllerProcess, launch_request
 from tests.fray_rest import jp_server_config, no_controller_env  # noqa: F401 - fixtures
 from tests.real_iris import real_iris_controller
+from tests.waiting import arrives, until
 
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    process = start_controller(tmp_path_factory.mktemp("watch") / "state", "--slots", "4")
-    yield process
-    stop_quietly(process)
+CONTROLLER_ARGS = ("--slots", "4")  # the module's controller (conftest)
 
 
 def _launch(controller: ControllerProcess, command: str = "true") -> str:
@@ -66,22 +62,28 @@ async def _open_stream(port: int, base_url: str, headers: dict[str, str]) -> tup
     head = "".join(f"{key}: {value}\r\n" for key, value in headers.items())
     writer.write(f"GET {base_url}fray/events HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n".encode())
     await writer.drain()
-    status = int((await asyncio.wait_for(reader.readline(), 10)).split()[1])
-    while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b""):
-        pass
-    return reader, writer, status
+
+    async def head_read() -> int:
+        status = int((await reader.readline()).split()[1])
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        return status
+
+    return reader, writer, await arrives(head_read(), "the head of the /fray/events answer")
 
 
-async def _next_event(reader: asyncio.StreamReader, kind: str, timeout: float = 10) -> dict[str, Any]:
+async def _next_event(reader: asyncio.StreamReader, kind: str) -> dict[str, Any]:
     """The next event of ``kind`` (chunked transfer framing and comments skipped)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        line = await asyncio.wait_for(reader.readline(), max(0.01, deadline - time.monotonic()))
-        text = line.decode().strip()
-        if text.startswith("data: "):
-            event = json.loads(text.removeprefix("data: "))
-            if event["kind"] == kind:
-                return event
+    async def read() -> dict[str, Any]:
+        while line := await reader.readline():
+            text = line.decode().strip()
+            if text.startswith("data: "):
+                event: dict[str, Any] = json.loads(text.removeprefix("data: "))
+                if event["kind"] == kind:
+                    return event
+        raise AssertionError(f"/fray/events ended before a {kind!r} event")
+
+    return await arrives(read(), f"a {kind!r} event on /fray/events")
 
 
 def test_one_watcher_pushes_every_tab_a_change_as_it_happens(
@@ -95,18 +97,15 @@ def test_one_watcher_pushes_every_tab_a_change_as_it_happens(
         assert [status for *_, status in tabs] == [200, 200, 200]
         for reader, _, _ in tabs:
             await _next_event(reader, "hello")
-        while hub.source != "feed":
-            await asyncio.sleep(0.01)
+        await asyncio.to_thread(until, lambda: hub.source == "feed", "the hub watching the controller's change feed")
         assert hub.watching
         job_id = await asyncio.to_thread(_launch, controller, "sleep 0.2")
         events = [await _next_event(reader, "changed") for reader, _, _ in tabs]
         assert all(job_id in event["jobIds"] and event["source"] == "feed" for event in events)
         for _, writer, _ in tabs:
             writer.close()
-        deadline = time.monotonic() + 30  # a hang guard, not a speed goal: bench/live.py times the push
-        while hub.watching:
-            assert time.monotonic() < deadline, "the watcher kept running with no tab open"
-            await asyncio.sleep(0.02)
+        # how soon is bench/live.py's: here only that the watcher stops once no tab is open
+        await asyncio.to_thread(until, lambda: not hub.watching, "the watcher stops with no tab open")
 
     jp_asyncio_loop.run_until_complete(scenario())
 
@@ -124,6 +123,13 @@ def test_the_stream_needs_jupyters_authentication(http_server_client: Any, jp_se
 
 
 # -- a controller without the feed: polled while watched ------------------------------------------------
+async def _naming(queue: asyncio.Queue[PushEvent], job_id: str) -> PushEvent:
+    """The next event of ``queue`` that names ``job_id``."""
+    while job_id not in (event := await queue.get()).get("jobIds", ()):
+        pass
+    return event
+
+
 def test_a_real_iris_is_polled_only_while_someone_watches(tmp_path_factory: pytest.TempPathFactory,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     with real_iris_controller(tmp_path_factory.mktemp("real-iris")) as url, FrayClient(url) as client:
@@ -133,13 +139,12 @@ def test_a_real_iris_is_polled_only_while_someone_watches(tmp_path_factory: pyte
             hub = ChangeHub(ControllerLink(start=False))
             queue = hub.subscribe()
             assert (await queue.get())["source"] == ""
-            assert (await asyncio.wait_for(queue.get(), 20)) == {"kind": "hello", "source": "poll", "jobIds": [],
-                                                                 "message": ""}
+            assert (await arrives(queue.get(), "the hub's hello once it polls")) == {
+                "kind": "hello", "source": "poll", "jobIds": [], "message": ""}
             job = JobRequest(name=f"p-{uuid.uuid4().hex[:6]}", entrypoint=Entrypoint.from_binary("true"),
                              resources=ResourceConfig(cpu=1, ram="256m", disk="1g"))
             job_id = await asyncio.to_thread(client.submit, plan(job, user="fray-test"))
-            while job_id not in (event := await asyncio.wait_for(queue.get(), 20)).get("jobIds", ()):
-                pass
+            event = await arrives(_naming(queue, job_id), f"an event naming {job_id}")
             assert event["source"] == "poll"
             coordinator = JobRequest(name=f"{job.name}-coord", entrypoint=Entrypoint.from_binary("sleep", ["30"]),
                                      resources=job.resources)
@@ -147,8 +152,7 @@ def test_a_real_iris_is_polled_only_while_someone_watches(tmp_path_factory: pyte
             step = plan(job, user="fray-test").request
             step.name = f"{parent}/step"
             child = await asyncio.to_thread(client.submit, step)
-            while child not in (event := await asyncio.wait_for(queue.get(), 20)).get("jobIds", ()):
-                pass
+            event = await arrives(_naming(queue, child), f"an event naming {child}")
             assert parent in event["jobIds"]  # a new child is pushed with its parent
             await asyncio.to_thread(client.terminate, parent)
             hub.unsubscribe(queue)

@@ -9,14 +9,16 @@ least every ``FEED_WAIT_S`` for a condition on anything else. Without a feed (a 
 session host, a controller reached over gRPC) it checks again every ``POLL_S``. It fails naming
 ``what`` and the last value seen after ``HANG_GUARD_S``: a guard against a hang, never a measure of
 how fast the product is. ``gives_up(call)`` is the same guard for a call that must end in an
-error rather than hang. (In this process, ``tests/service_core.py``'s ``Core.until`` waits on the
-same feed directly.)
+error rather than hang, and ``await arrives(awaitable, what)`` for a coroutine on an event loop
+that waits for what the product pushes (a stream's next line, a queue's next event). (In this
+process, ``tests/service_core.py``'s ``Core.until`` waits on the same feed directly.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -62,3 +64,12 @@ def gives_up(call: Callable[[], object], *, hang_guard: float = HANG_GUARD_S) ->
         return pool.submit(call).exception(timeout=hang_guard)
     finally:
         pool.shutdown(wait=False)
+
+
+async def arrives(awaitable: Awaitable[T], what: str, *, hang_guard: float = HANG_GUARD_S) -> T:
+    """What ``awaitable`` gives once it comes (module rule); it fails naming ``what`` after
+    ``hang_guard`` seconds instead of hanging the event loop's test."""
+    try:
+        return await asyncio.wait_for(awaitable, hang_guard)
+    except TimeoutError:
+        raise AssertionError(f"never happened: {what}") from None

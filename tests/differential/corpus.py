@@ -11,11 +11,16 @@ name in ``IRIS_PYTHON``: values may span lines) and exits, so jobs that run fini
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from fray_jupyter.resources import ANY_REGION, ResourceConfig
+from fray_jupyter.planning import Plan, plan
+from fray_jupyter.resources import ANY_REGION, Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.devices import GpuConfig
+from fray_jupyter.resources.environment import EnvironmentConfig
 
 ENV_COMMAND = 'exec "$IRIS_PYTHON" -c "import os; print(\' \'.join(sorted(os.environ)))"'
+USER = "diff"
+"""The user every corpus job is planned for."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,14 @@ class Case:
 
     name: str
     resources: ResourceConfig
+
+
+def plan_of(case: Case, workspace: Path) -> Plan:
+    """The corpus job ``case`` planned for ``USER`` as a task printing its environment's names, with
+    ``workspace`` as its workspace and no setup scripts."""
+    job = JobRequest(name=case.name, entrypoint=Entrypoint.from_binary("sh", ["-c", ENV_COMMAND]),
+                     resources=case.resources, environment=EnvironmentConfig(workspace=str(workspace), setup_scripts=[]))
+    return plan(job, user=USER)
 
 
 def _tpu(name: str, variant: str | list[str], slices: int = 1, **kw: object) -> Case:

@@ -20,7 +20,6 @@ on an idle preemptible TPU VM, whose region its children would inherit (Iris's r
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from fray_jupyter.resources.environment import EnvironmentConfig
 from fray_jupyter.widgets.status import JobStatusPanel
 from tests.differential.conftest import wait_at_rest
 from tests.differential.differences import COORDINATOR_DIFFERENCES
+from tests.waiting import until
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -157,19 +157,22 @@ def relative(root: str, job_id: str) -> str:
     return job_id.removeprefix(root)
 
 
-def _wait(client: FrayClient, job_id: str, done: set[int] | frozenset[int], timeout: float = 240) -> J.JobStatus:
+TREE_GUARD_S = 240.0
+"""The hang guard of a wait on a coordinator's tree (a guard, not a speed bound): on a loaded machine
+the twin scales TPU slices up for it one after another."""
+
+
+def _wait(client: FrayClient, job_id: str, done: set[int] | frozenset[int]) -> J.JobStatus:
     """The job's status once its state is in ``done`` (a job a task has not submitted yet is waited for)."""
-    deadline, delay = time.monotonic() + timeout, 0.05
-    while True:
+    def reached() -> J.JobStatus | None:
         try:
-            status: J.JobStatus | None = client.status(job_id)
+            status = client.status(job_id)
         except JobNotFound:
-            status = None
-        if status is not None and status.state in done:
-            return status
-        assert time.monotonic() < deadline, f"{job_id}: {job_state_name(status.state) if status else 'not submitted'}"
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
+            return None
+        return status if status.state in done else None
+
+    names = sorted(job_state_name(state) for state in done)
+    return until(reached, f"{client.url}: {job_id} submitted and in {names}", feed=client, hang_guard=TREE_GUARD_S)
 
 
 def _whole_tree(client: FrayClient, root: str) -> list[str]:
@@ -179,17 +182,16 @@ def _whole_tree(client: FrayClient, root: str) -> list[str]:
     return ids
 
 
-def _seen(client: FrayClient, root: str, prints: tuple[str, ...], timeout: float = 60) -> tuple[tuple[str, str], ...]:
+def _seen(client: FrayClient, root: str, prints: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """Every SEEN line of the tree, once each task of ``prints`` has some in (Iris's log service
     may deliver a finished task's last lines after its job ended)."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def all_in() -> tuple[tuple[tuple[str, str], ...]] | None:
         entries = client.logs(root, include_children=True, max_lines=10_000).entries
         found = tuple(sorted({(relative(root, e.key.rsplit(":", 1)[0]), e.data) for e in entries
                               if e.data.startswith("SEEN ")}))
-        if set(prints) <= {task for task, _ in found} or time.monotonic() > deadline:
-            return found
-        time.sleep(0.3)
+        return (found,) if set(prints) <= {task for task, _ in found} else None  # a tree may print none
+
+    return until(all_in, f"{client.url}: SEEN lines of each of {list(prints)} below {root}", feed=client)[0]
 
 
 def _link(root: str, parent: str) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
@@ -34,10 +33,8 @@ from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import FrayError
 from fray_jupyter.client.fit import Fit, fit
 from fray_jupyter.cluster.profile import load_profile
-from fray_jupyter.planning import Plan, plan
-from fray_jupyter.resources import Entrypoint, JobRequest
-from fray_jupyter.resources.environment import EnvironmentConfig
-from tests.differential.corpus import CORPUS, ENV_COMMAND, Case
+from fray_jupyter.planning import Plan
+from tests.differential.corpus import CORPUS, Case, plan_of
 from tests.differential.differences import (
     CASE_DIFFERENCES,
     CONSTRAINTS_TAIL,
@@ -48,7 +45,6 @@ from tests.differential.differences import (
 )
 from tests.twin import Outcome, Place, partition, places, settle
 
-USER = "diff"
 _INHERITED = frozenset(os.environ) | {"PYTEST_CURRENT_TEST"} | frozenset(LOCAL_RUNTIME_ONLY)
 """The twin passes its own environment (this process's) on to tasks, and its local runtime adds
 ``LOCAL_RUNTIME_ONLY``: those names say nothing about Iris on a worker."""
@@ -73,12 +69,6 @@ class Side:
     def autoscaler_reason(self) -> str:
         reason = self.outcome.reason if self.outcome is not None else ""
         return reason.split("Unsatisfied autoscaler demand: ", 1)[-1].strip() if reason else ""
-
-
-def plan_of(case: Case, workspace: Path) -> Plan:
-    job = JobRequest(name=case.name, entrypoint=Entrypoint.from_binary("sh", ["-c", ENV_COMMAND]),
-                     resources=case.resources, environment=EnvironmentConfig(workspace=str(workspace), setup_scripts=[]))
-    return plan(job, user=USER)
 
 
 def _env_keys(client: FrayClient, job_id: str) -> frozenset[str]:

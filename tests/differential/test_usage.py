@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shlex
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +14,7 @@ from fray_jupyter.client import usage
 from fray_jupyter.client.client import FrayClient
 from tests.controller_harness import launch_request
 from tests.differential.conftest import wait_at_rest
+from tests.waiting import until
 
 USER = "usage"
 HELD_MIB = 600
@@ -32,15 +32,13 @@ def _python(code: str) -> str:
     return f"exec {shlex.quote(sys.executable)} -c {shlex.quote(code)}"
 
 
-def _latest(client: FrayClient, task_id: str, column: str, least: int, timeout: float = 120) -> dict[str, object]:
+def _latest(client: FrayClient, task_id: str, column: str, least: int) -> dict[str, object]:
     """The task's newest sample once ``column`` reaches ``least`` (the twin's worker samples every 5 s)."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def reached() -> dict[str, object] | None:
         rows = usage.stats_rows(client, usage.latest_usage_sql([task_id]))
-        if rows and int(rows[0][column]) >= least:  # type: ignore[call-overload]
-            return rows[0]
-        assert time.monotonic() < deadline, f"{client.url}: {task_id} never reached {column} >= {least}: {rows}"
-        time.sleep(0.5)
+        return rows[0] if rows and int(rows[0][column]) >= least else None
+
+    return until(reached, f"{client.url}: a sample of {task_id} with {column} >= {least}", feed=client)
 
 
 @pytest.fixture(scope="module")
@@ -92,19 +90,27 @@ def test_the_dashboard_s_queries_answer_with_the_same_columns(twin: FrayClient, 
         assert list(sampled[client.url]["history"]) == ["ts", "cpu_millicores", "memory_mb", "memory_peak_mb", "disk_mb"]
 
 
+def _events(client: FrayClient, job_id: str, least: int) -> list[usage.TaskEvent]:
+    """The events of the job's task 0 once there are at least ``least`` of them."""
+    def enough() -> list[usage.TaskEvent] | None:
+        events = usage.task_events(client, [f"{job_id}/0"])
+        return events if len(events) >= least else None
+
+    return until(enough, f"{client.url}: {least} event(s) of {job_id}/0", feed=client)
+
+
+def _running(client: FrayClient, job_id: str) -> None:
+    """Until the job's task 0 runs."""
+    until(lambda: client.tasks(job_id)[0].state == 3, f"{client.url}: {job_id}/0 running", feed=client)  # TASK_STATE_RUNNING
+
+
 def test_a_cancelled_task_s_events_match(twin: FrayClient, embedded: FrayClient) -> None:
     seen = []
     for client in (twin, embedded):
         job = client.submit(launch_request("usage-cancel", "sleep 600", user=USER))
-        deadline = time.monotonic() + 120
-        while client.tasks(job)[0].state != 3:  # TASK_STATE_RUNNING
-            assert time.monotonic() < deadline, f"{client.url}: {job} never ran"
-            time.sleep(0.2)
+        _running(client, job)
         client.terminate(job)
-        deadline = time.monotonic() + 60
-        while not (events := usage.task_events(client, [f"{job}/0"])):
-            assert time.monotonic() < deadline, f"{client.url}: no event for {job}"
-            time.sleep(0.3)
+        events = _events(client, job, 1)
         seen.append([(event.type, event.reason, event.message, event.source, event.count) for event in events])
     assert seen[0] == seen[1] == [("Warning", "JobFinalizedTaskKilled", "Terminated by user", "iris/controller", 1)]
     wait_at_rest(twin)
@@ -115,10 +121,7 @@ def test_a_retried_failure_s_events_match(twin: FrayClient, embedded: FrayClient
     for client in (twin, embedded):
         job = client.submit(launch_request("usage-retry", "exit 3", user=USER, max_retries_failure=1))
         client.wait(job, timeout=180)
-        deadline = time.monotonic() + 60
-        while len(events := usage.task_events(client, [f"{job}/0"])) < 2:
-            assert time.monotonic() < deadline, f"{client.url}: events of {job}: {events}"
-            time.sleep(0.3)
+        events = _events(client, job, 2)
         seen.append([(event.attempt_id, event.type, event.reason, event.message) for event in events])
     cumulative = "Cumulative failed task attempts exceeded max_task_failures: failures=1, limit=0"
     assert seen[0] == [

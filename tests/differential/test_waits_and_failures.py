@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import shlex
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from fray_jupyter.client.client import FrayClient
+from fray_jupyter.client.status_text import StatusText
 from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.controller import scheduler
 from fray_jupyter.iris.placement import launch_refusal
@@ -39,10 +39,10 @@ from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import launch_request
 from tests.differential.conftest import wait_at_rest
-from tests.differential.corpus import CORPUS, Case
+from tests.differential.corpus import CORPUS, Case, plan_of
 from tests.differential.differences import EMBEDDED_ONLY_REASONS, REASON_DIFFERENCES
-from tests.differential.test_differential import plan_of
 from tests.twin import settle
+from tests.waiting import until
 
 C = controller_pb2.Controller
 J = job_pb2
@@ -84,7 +84,9 @@ def held(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempPa
     submitted = {}
     for client in (twin, embedded):
         submitted[client.url] = {case.name: client.submit(plan_of(case, workspace)) for case in HELD}
-        settle(client, submitted[client.url].values())
+        undecided = {job_id: found for job_id, found in settle(client, submitted[client.url].values()).items()
+                     if found.verdict == "undecided"}
+        assert not undecided, f"{client.url}: no verdict for {undecided}"
     for case in HELD:
         on_twin, on_embedded = submitted[twin.url][case.name], submitted[embedded.url][case.name]
         found[case.name] = (twin.status(on_twin), embedded.status(on_embedded), list(twin.tasks(on_twin)),
@@ -123,6 +125,12 @@ def _run(client: FrayClient, name: str, command: str, **fields: Any) -> str:
     return client.submit(launch_request(name, command, user=USER, **fields))
 
 
+def _all_running(client: FrayClient, job_id: str) -> None:
+    """Until every task of the job runs."""
+    until(lambda: {t.state for t in client.tasks(job_id)} == {J.TASK_STATE_RUNNING},
+          f"{client.url}: every task of {job_id} running", feed=client)
+
+
 def _finished(client: FrayClient, job_id: str) -> J.JobStatus:
     client.wait(job_id, timeout=180)
     return client.status(job_id)
@@ -146,10 +154,7 @@ def test_a_cancelled_running_task_is_a_preemption_on_both(twin: FrayClient, embe
     seen = []
     for client in (twin, embedded):
         job_id = _run(client, "cancelled", "sleep 120", replicas=2)
-        deadline = time.monotonic() + 120
-        while {t.state for t in client.tasks(job_id)} != {J.TASK_STATE_RUNNING}:
-            assert time.monotonic() < deadline, client.tasks(job_id)
-            time.sleep(0.1)
+        _all_running(client, job_id)
         client.terminate(job_id)
         status = _finished(client, job_id)
         seen.append((status.state, status.failure_count, status.preemption_count,
@@ -157,17 +162,24 @@ def test_a_cancelled_running_task_is_a_preemption_on_both(twin: FrayClient, embe
     assert seen[0] == seen[1] == (J.JOB_STATE_KILLED, 0, 2, [J.TASK_STATE_KILLED] * 2), seen
 
 
+def _status_text(client: FrayClient, job_id: str) -> StatusText:
+    """The status text the job's task 0 reported, once it has (failing at once if the job ends first)."""
+    since = client.status(job_id).submitted_at.epoch_ms
+
+    def reported() -> StatusText | None:
+        texts = client.status_texts([f"{job_id}/0"], since_ms=since)
+        assert texts or not is_job_finished(client.status(job_id).state), [e.data for e in client.logs(job_id).entries]
+        return texts.get(f"{job_id}/0")
+
+    return until(reported, f"{client.url}: {job_id}/0's status text", feed=client)
+
+
 def test_status_text_reported_with_iris_s_own_call_reads_the_same(twin: FrayClient, embedded: FrayClient) -> None:
     seen = []
     command = f"exec {shlex.quote(sys.executable)} -c {shlex.quote(REPORT)}"
     for client in (twin, embedded):
         job_id = _run(client, "reports", command)
-        since = client.status(job_id).submitted_at.epoch_ms
-        deadline = time.monotonic() + 120
-        while not (texts := client.status_texts([f"{job_id}/0"], since_ms=since)):
-            assert time.monotonic() < deadline and not is_job_finished(client.status(job_id).state), (
-                [e.data for e in client.logs(job_id).entries])
-            time.sleep(0.3)
+        text = _status_text(client, job_id)
         client.terminate(job_id)
-        seen.append(texts[f"{job_id}/0"])
+        seen.append(text)
     assert seen[0] == seen[1] and "https://wandb.ai/r" in seen[0].detail_md
