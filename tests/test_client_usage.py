@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import shlex
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -21,8 +19,8 @@ from fray_jupyter.client.diagnostics import diagnose
 from fray_jupyter.iris.states import is_job_finished
 from tests.controller_harness import ControllerProcess, launch_request
 from tests.marin_cli import run_iris
+from tests.waiting import until
 
-T = TypeVar("T")
 HOLD = """
 import time
 block = bytearray(600 * 1024 * 1024)
@@ -46,15 +44,6 @@ def _python(code: str) -> str:
     return f"exec {shlex.quote(sys.executable)} -c {shlex.quote(code)}"
 
 
-def _until(found: Callable[[], T | None], what: str, timeout: float = 60) -> T:
-    """Ask again until ``found`` answers (the controller samples every second)."""
-    deadline = time.monotonic() + timeout
-    while (answer := found()) is None:
-        assert time.monotonic() < deadline, f"no {what} in {timeout} s"
-        time.sleep(0.2)
-    return answer
-
-
 def _latest(client: FrayClient, task_id: str, ready: Callable[[dict[str, object]], bool]) -> dict[str, object] | None:
     rows = client.query_stats(usage.latest_usage_sql([task_id]))
     return rows[0] if rows and ready(rows[0]) else None
@@ -64,9 +53,11 @@ def test_usage_is_the_task_s_real_memory_and_cpu(client: FrayClient, controller:
     hold = client.submit(launch_request("hold", _python(HOLD)))
     spin = client.submit(launch_request("spin", _python(SPIN)))
     try:
-        held = _until(lambda: _latest(client, f"{hold}/0", lambda row: int(row["memory_mb"]) >= 600), "600 MiB")  # type: ignore[call-overload]
+        held = until(lambda: _latest(client, f"{hold}/0", lambda row: int(row["memory_mb"]) >= 600),  # type: ignore[call-overload]
+                     f"a sample of {hold}/0 at 600 MiB", feed=client)
         assert 600 <= int(held["memory_mb"]) <= 660  # type: ignore[call-overload]
-        spun = _until(lambda: _latest(client, f"{spin}/0", lambda row: int(row["cpu_millicores"]) >= 500), "a core")  # type: ignore[call-overload]
+        spun = until(lambda: _latest(client, f"{spin}/0", lambda row: int(row["cpu_millicores"]) >= 500),  # type: ignore[call-overload]
+                     f"a sample of {spin}/0 at half a core or more", feed=client)
         assert int(spun["cpu_millicores"]) <= 1100  # type: ignore[call-overload]
         history = client.query_stats(usage.usage_history_sql(f"{hold}/0", 0))
         assert history and list(history[0]) == ["ts", "cpu_millicores", "memory_mb", "memory_peak_mb", "disk_mb"]
@@ -93,9 +84,9 @@ def test_usage_is_the_task_s_real_memory_and_cpu(client: FrayClient, controller:
 def test_a_cancelled_task_s_events_read_as_marin_s_cli_prints_them(client: FrayClient, controller: ControllerProcess,
                                                                    tmp_path: Path) -> None:
     job = client.submit(launch_request("cancelled", "sleep 300"))
-    _until(lambda: True if client.tasks(job)[0].state == 3 else None, "a running task")  # TASK_STATE_RUNNING
+    until(lambda: client.tasks(job)[0].state == 3, f"{job}/0 running", feed=client)  # TASK_STATE_RUNNING
     client.terminate(job)
-    (event,) = _until(lambda: usage.task_events(client, [f"{job}/0"]) or None, "an event")
+    (event,) = until(lambda: usage.task_events(client, [f"{job}/0"]), f"an event of {job}/0", feed=client)
     assert (event.type, event.reason, event.message, event.source, event.count) == (
         "Warning", "JobFinalizedTaskKilled", "Terminated by user", "iris/controller", 1)
     for command in (("task", "events", f"{job}/0"), ("attempt", "events", f"{job}/0:0")):
@@ -106,15 +97,15 @@ def test_a_cancelled_task_s_events_read_as_marin_s_cli_prints_them(client: FrayC
 
 def test_a_finished_task_s_event_says_how_the_controller_resolved_it(client: FrayClient) -> None:
     job = client.submit(launch_request("done", "true"))
-    _until(lambda: True if is_job_finished(client.status(job).state) else None, "the end")
-    (event,) = _until(lambda: usage.task_events(client, [f"{job}/0"]) or None, "an event")
+    until(lambda: is_job_finished(client.status(job).state), f"{job} ended", feed=client)
+    (event,) = until(lambda: usage.task_events(client, [f"{job}/0"]), f"an event of {job}/0", feed=client)
     assert (event.type, event.reason, event.message) == (
         "Normal", "TaskTerminated", "Backend reported SUCCEEDED; controller resolved the task as SUCCEEDED.")
 
 
 def test_diagnose_says_how_much_memory_a_killed_task_held(client: FrayClient) -> None:
     job = client.submit(launch_request("dies", _python(DIE)))
-    _until(lambda: True if is_job_finished(client.status(job).state) else None, "the end")
+    until(lambda: is_job_finished(client.status(job).state), f"{job} ended", feed=client)
     causes = diagnose(client, job).root_causes[f"{job}/0"]
     assert causes[0].startswith("killed by SIGKILL (possibly OOM) at 3"), causes
     assert causes[0].endswith("MiB of 512 MiB requested"), causes
@@ -133,3 +124,5 @@ def test_the_memory_line_names_an_oom_only_when_the_error_does(error: str, exit_
     task = job_pb2.TaskStatus(task_id="/u/j/0", error=error, exit_code=exit_code)
     assert usage.memory_root_cause(task, usage.TaskUsage("/u/j/0", samples, 1000, 2048)) == line
     assert usage.memory_root_cause(task, usage.TaskUsage("/u/j/0", (), 1000, 2048)) is None
+    unread = (usage.Sample(1, 0, 0, 0, 0, 0),)  # ended before the sampler read its memory
+    assert usage.memory_root_cause(task, usage.TaskUsage("/u/j/0", unread, 1000, 2048)) is None

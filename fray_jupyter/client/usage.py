@@ -157,8 +157,9 @@ def memory_root_cause(task: job_pb2.TaskStatus, usage: TaskUsage | None) -> str 
     """The root-cause line about a failed task's memory, None without samples: "OOM-killed at 1.9 GiB
     of 2 GiB requested" when its error says it ran out of memory (``OOM_MARKERS``: Kubernetes'
     ``OOMKilled``, a kernel's "out of memory"); "killed by SIGKILL (possibly OOM) at …" when it was
-    SIGKILLed (exit code 137, or -9 from a process runtime); else "peak memory … requested"."""
-    if usage is None or not usage.samples:
+    SIGKILLed (exit code 137, or -9 from a process runtime); else "peak memory … requested". A task
+    no sample saw holding memory (it ended before its first reading) has no such line."""
+    if usage is None or not usage.samples or usage.peak_memory_mb <= 0:
         return None
     error = task.error.lower()
     if any(marker.lower() in error for marker in OOM_MARKERS):
