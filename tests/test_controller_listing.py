@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from fray_jupyter.controller.listing import jobs_query
+from fray_jupyter.controller.rows import JobRow
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import controller_pb2
 from fray_jupyter.iris.proto import job_pb2 as J
 from fray_jupyter.iris.states import MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET

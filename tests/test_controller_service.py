@@ -298,7 +298,8 @@ def test_a_failure_recording_an_attempts_end_fails_the_job_with_the_reason(tmp_p
 
 
 def test_close_waits_for_attempts_at_most_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fray_jupyter.controller.runner import Attempt, Outcome
+    from fray_jupyter.controller.exits import Outcome
+    from fray_jupyter.controller.runner import Attempt
 
     async def never_ends(self: Attempt) -> Outcome:
         try:

@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fray_jupyter.controller.runner import Attempt, Outcome
+from fray_jupyter.controller.exits import Outcome
+from fray_jupyter.controller.runner import Attempt
 from fray_jupyter.controller.setup import (
     TAIL_LINES,
     is_default_sync,

@@ -32,18 +32,19 @@ from pathlib import Path
 
 from fray_jupyter.controller import setup
 from fray_jupyter.controller.cluster import Cluster
+from fray_jupyter.controller.exits import Outcome
 from fray_jupyter.controller.logbuffer import LogBuffer
 from fray_jupyter.controller.ports import PortAllocator, PortsExhausted
+from fray_jupyter.controller.rows import AttemptRow, JobRow
 from fray_jupyter.controller.runner import (
     OUTPUT_DIRNAME,
     Attempt,
-    Outcome,
     TaskIdentity,
     prepare_workdir,
     task_environment,
 )
 from fray_jupyter.controller.scheduler import asks_no_cpu
-from fray_jupyter.controller.store import AttemptRow, JobRow, Store
+from fray_jupyter.controller.store import Store
 from fray_jupyter.iris import outputs
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 

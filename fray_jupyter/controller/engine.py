@@ -39,14 +39,13 @@ from fray_jupyter.controller.attempts import Attempts, Running, now_ms
 from fray_jupyter.controller.budget import Budgets
 from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.endpoints import Endpoints
+from fray_jupyter.controller.exits import Outcome
 from fray_jupyter.controller.launched import LaunchedRequests
 from fray_jupyter.controller.logbuffer import LogBuffer
-from fray_jupyter.controller.runner import Outcome
+from fray_jupyter.controller.rows import JobRow
 from fray_jupyter.controller.sampler import Sampler, Target
 from fray_jupyter.controller.stats import Stats
-from fray_jupyter.controller.statscatalog import TASK_EVENT_NAMESPACE
-from fray_jupyter.controller.store import JobRow, Store
-from fray_jupyter.controller.taskevents import event_rows
+from fray_jupyter.controller.store import Store
 from fray_jupyter.controller.transitions import Effects, Event, Snapshot
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import TERMINAL_JOB_STATES
@@ -271,8 +270,7 @@ class Engine:
             self.store.update_task(job_id, idx, **values)
         for job_id, values in effects.jobs.items():
             self.store.update_job(job_id, **values)
-        for job_id, rows in event_rows(self.store, effects.events).items():
-            self.stats.append(TASK_EVENT_NAMESPACE, job_id, rows)
+        self.stats.record_task_events(effects.events)
         for stop in effects.stops:
             self.attempts.stop(stop.job_id, stop.idx, stop.reason)
         for job_id, indices in effects.queue.items():

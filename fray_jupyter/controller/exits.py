@@ -1,4 +1,5 @@
-"""The words a failed attempt ends with, as a genuine Iris worker writes them (marin-iris 0.2.227).
+"""How a task attempt ended (``Outcome``), and the words a failed one ends with, as a genuine Iris
+worker writes them (marin-iris 0.2.227).
 
 * A main command that exits non-zero: ``Exit code: <n>``; above 128 (a shell's or container's "killed
   by signal n - 128") ``Exit code <n>: killed by <SIGNAME>`` (``(possibly OOM or resource limit)``
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import signal
+from dataclasses import dataclass
 from typing import Final
 
 EXECUTION_TIMEOUT: Final[str] = "Execution timeout exceeded"
@@ -38,3 +40,14 @@ def exit_error(code: int, stderr_line: str = "") -> str:
     else:
         text = f"Exit code: {code}"
     return f"{text}. stderr: {stderr_line}" if stderr_line else text
+
+
+@dataclass
+class Outcome:
+    """How an attempt ended: ``state`` is SUCCEEDED, FAILED or KILLED (stopped on request); a
+    failure's ``error`` and ``exit_code`` in Iris's words (the rules above)."""
+
+    state: int
+    exit_code: int | None = None
+    error: str = ""
+    timed_out: bool = False

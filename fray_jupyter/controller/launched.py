@@ -10,7 +10,8 @@ state applies to the jobs below.
 
 from __future__ import annotations
 
-from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.controller.rows import JobRow
+from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import controller_pb2
 
 C = controller_pb2.Controller

@@ -20,9 +20,10 @@ from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from fray_jupyter.controller.attempts import now_ms
+from fray_jupyter.controller.rows import JobRow
 from fray_jupyter.controller.runner import kill_stale_group
 from fray_jupyter.controller.states import ACTIVE_TASK_STATES
-from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import job_pb2
 
 J = job_pb2

@@ -70,7 +70,7 @@ from typing import Final
 
 from google.protobuf import json_format
 
-from fray_jupyter.controller.exits import EXECUTION_TIMEOUT, exit_error
+from fray_jupyter.controller.exits import EXECUTION_TIMEOUT, Outcome, exit_error
 from fray_jupyter.controller.setup import TAIL_LINES, setup_failure
 from fray_jupyter.iris.proto import job_pb2
 
@@ -249,17 +249,6 @@ def kill_stale_group(pid: int, pgid: int, token: str) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
-
-
-@dataclass
-class Outcome:
-    """How an attempt ended: ``state`` is SUCCEEDED, FAILED or KILLED (stopped on request); a
-    failure's ``error`` and ``exit_code`` in Iris's words (``exits``)."""
-
-    state: int
-    exit_code: int | None = None
-    error: str = ""
-    timed_out: bool = False
 
 
 @dataclass

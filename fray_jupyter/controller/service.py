@@ -59,8 +59,9 @@ from fray_jupyter.controller.cluster import Cluster
 from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.inspection import Inspector
 from fray_jupyter.controller.logservice import LogService
+from fray_jupyter.controller.rows import JobRow, TaskRow
 from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import Descendant, JobRow, Store, TaskRow
+from fray_jupyter.controller.store import Descendant, Store
 from fray_jupyter.controller.taskstatus import TaskStatusText
 from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES, root_cause_highlights
 from fray_jupyter.iris.loglines import min_level_value

@@ -11,6 +11,9 @@ Rules:
   the retention period (``--retention-days``, at least an hour: ``keep_for``), and at most each
   namespace's ``max_rows`` (``controller.statscatalog``); the oldest rows go first, checked at most
   every ``PRUNE_EVERY_MS``.
+* ``record_task_events`` is how the transitions' decisions (``taskevents.TaskEvent``) are kept: one
+  ``iris.task_event`` row each, keyed on its attempt's uid (an event of an attempt the store does not
+  hold is left out), ``source`` ``taskevents.SOURCE`` and ``count`` 1.
 * ``record_profile`` is how a profile capture is kept (Iris's ``IrisProfile`` row; its ``type``,
   ``format`` and ``trigger`` are checked against Iris's values).
 """
@@ -24,8 +27,9 @@ from typing import TYPE_CHECKING, Any, Final
 from fray_jupyter.controller.retention import DEFAULT_DAYS
 from fray_jupyter.controller.runner import WORKER_ID
 from fray_jupyter.controller.sqlquery import run
-from fray_jupyter.controller.statscatalog import APPENDED, CATALOG, PROFILE_NAMESPACE
+from fray_jupyter.controller.statscatalog import APPENDED, CATALOG, PROFILE_NAMESPACE, TASK_EVENT_NAMESPACE
 from fray_jupyter.controller.statsmirror import StatsMirror
+from fray_jupyter.controller.taskevents import SOURCE, TaskEvent
 
 if TYPE_CHECKING:
     from fray_jupyter.controller.store import Store
@@ -77,6 +81,27 @@ class Stats:
         """``sqlquery.run`` over every namespace as the store holds it now."""
         self.prune()
         return run(self.mirror.batches(), sql)
+
+    def record_task_events(self, events: Sequence[TaskEvent]) -> None:
+        """Keep ``events`` in ``iris.task_event``, one row each, under its job (the module rule)."""
+        rows: dict[str, list[dict[str, Any]]] = {}
+        uids: dict[tuple[str, int, int], str] = {}
+        for event in events:
+            if event.attempt < 0:
+                continue
+            key = (event.job_id, event.idx, event.attempt)
+            if key not in uids:
+                attempts = self.store.attempts(event.job_id, event.idx)
+                uids.update({(a.job_id, a.idx, a.attempt): a.uid for a in attempts})
+            uid = uids.get(key)
+            if uid is None:
+                continue
+            rows.setdefault(event.job_id, []).append({
+                "task_id": f"{event.job_id}/{event.idx}", "attempt_id": event.attempt, "attempt_uid": uid,
+                "ts": event.ts_ms, "type": event.severity, "reason": event.reason, "message": event.message,
+                "source": SOURCE, "count": 1})
+        for job_id, job_rows in rows.items():
+            self.append(TASK_EVENT_NAMESPACE, job_id, job_rows)
 
     def record_profile(self, *, source: str, job_id: str, attempt_id: int | None, captured_at_ms: int,
                        duration_seconds: int, profile_type: str, profile_format: str, trigger: str,

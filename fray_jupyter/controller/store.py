@@ -1,6 +1,6 @@
-"""SQLite persistence for the embedded controller: jobs, tasks, attempts, log lines (``logstore``),
-status text and endpoints (``endpointstore``); every SQL statement of the controller's tables is in
-these three modules.
+"""SQLite persistence for the embedded controller: jobs, tasks and attempts (their rows are ``rows``),
+log lines (``logstore``), status text, endpoints (``endpointstore``), stats (``statsstore``) and users'
+budgets (``userstore``); every SQL statement of the controller's tables is in these modules.
 
 One file, ``<state dir>/controller.sqlite3`` (created 0600: it holds jobs' env vars), in WAL mode with ``synchronous=NORMAL``: a
 committed transaction survives the controller being killed (even ``kill -9``); only a power
@@ -24,8 +24,10 @@ from typing import Any, Final, Literal, NamedTuple
 
 from fray_jupyter.controller.endpointstore import EndpointTables
 from fray_jupyter.controller.logstore import LogTables, like_pattern
+from fray_jupyter.controller.rows import AttemptRow, JobRow, TaskRow
 from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
 from fray_jupyter.controller.statsstore import StatsTables
+from fray_jupyter.controller.userstore import UserTables
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import JOB_STATE_SORT_ORDER, descendant_bounds, parent_job_id
 
@@ -34,39 +36,6 @@ C = controller_pb2.Controller
 
 class SchemaTooNew(RuntimeError):
     """The store was written by a newer fray-jupyter (its ``user_version`` is above ours)."""
-
-
-@dataclass
-class JobRow:
-    """One job as stored. ``request`` is the serialized LaunchJobRequest without its bundle, given
-    to ``insert_job``; a row read back has None there (reads leave the blob out: ``launch_request``
-    reads it)."""
-
-    id: int
-    job_id: str
-    name: str
-    user: str
-    state: int
-    submitted_ms: int
-    started_ms: int | None
-    finished_ms: int | None
-    error: str
-    exit_code: int | None
-    status_message: str
-    replicas: int
-    coscheduled: int
-    max_retries_failure: int
-    max_task_failures: int
-    timeout_ms: int | None
-    scheduling_timeout_ms: int | None
-    failure_count: int
-    preemption_count: int
-    request: bytes | None
-    resources: bytes
-    bundle_path: str
-    cleaned_ms: int | None = None
-    parent_job_id: str = ""
-    """The job this one is a child of ("" for a root job)."""
 
 
 JobSort = Literal["date", "name", "state", "failures", "preemptions"]
@@ -104,42 +73,6 @@ class Descendant(NamedTuple):
     replicas: int
 
 
-@dataclass
-class TaskRow:
-    """One task (replica) of a job; ``attempt`` is the current attempt id (-1: none yet)."""
-
-    job_id: str
-    idx: int
-    state: int
-    attempt: int
-    failure_count: int
-    preemption_count: int
-    exit_code: int | None
-    error: str
-    started_ms: int | None
-    finished_ms: int | None
-
-
-@dataclass
-class AttemptRow:
-    """One run of a task; ``pid``/``pgid``/``proc_start`` identify its live process group."""
-
-    job_id: str
-    idx: int
-    attempt: int
-    uid: str
-    state: int
-    exit_code: int | None
-    error: str
-    started_ms: int | None
-    finished_ms: int | None
-    pid: int | None
-    pgid: int | None
-    proc_start: str
-    workdir: str
-    worker_failure: int
-
-
 ID_LIST_CHUNK: Final[int] = 500
 """Ids per ``IN (…)`` list when a lookup takes any number of them (far under SQLite's limit on
 bound parameters)."""
@@ -162,7 +95,7 @@ _TASK_COLUMNS: Final[str] = _columns(TaskRow)
 _ATTEMPT_COLUMNS: Final[str] = _columns(AttemptRow)
 
 
-class Store(LogTables, EndpointTables, StatsTables):
+class Store(LogTables, EndpointTables, StatsTables, UserTables):
     """The controller's tables (see ``MIGRATIONS``). Methods name what they read or change."""
 
     def __init__(self, path: Path) -> None:
@@ -311,43 +244,6 @@ class Store(LogTables, EndpointTables, StatsTables):
         """``(attempt uid, pid, pgid, proc_start)`` of every remembered stray process group."""
         return [tuple(row) for row in self._db.execute(
             "SELECT attempt_uid, pid, pgid, proc_start FROM stray_processes")]
-
-    # -- users and budgets --------------------------------------------------------------------
-    def user_budgets(self) -> dict[str, tuple[int, int]]:
-        """``user → (budget_limit, max_band)`` of every user with a budget row."""
-        return {user: (limit, band) for user, limit, band in self._db.execute(
-            "SELECT user_id, budget_limit, max_band FROM user_budgets ORDER BY user_id")}
-
-    def set_user_budget(self, user: str, limit: int, max_band: int, ts_ms: int) -> None:
-        """Create or replace one user's budget row."""
-        self._db.execute("INSERT OR REPLACE INTO user_budgets (user_id, budget_limit, max_band, updated_ms) "
-                         "VALUES (?, ?, ?, ?)", (user, limit, max_band, ts_ms))
-
-    def task_counts(self, states: Iterable[int]) -> list[tuple[str, int, int, int]]:
-        """``(job id, job row id, band the tasks were placed at, tasks)`` of the tasks in ``states``,
-        per job and band, in job row order."""
-        marks = ", ".join("?" * len(states := list(states)))
-        return [tuple(row) for row in self._db.execute(
-            f"SELECT t.job_id, j.id, t.priority_band, count(*) FROM tasks t JOIN jobs j ON j.job_id = t.job_id "
-            f"WHERE t.state IN ({marks}) GROUP BY t.job_id, t.priority_band ORDER BY j.id", states)]
-
-    def users(self) -> list[str]:
-        """Every user who has a stored job, sorted."""
-        return [row[0] for row in self._db.execute("SELECT DISTINCT user FROM jobs ORDER BY user")]
-
-    def counts_by_user(self, job_states: Iterable[int]) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
-        """For the jobs in ``job_states``: ``user → {job state → jobs}`` and ``user → {task state → tasks}``."""
-        marks = ", ".join("?" * len(states := list(job_states)))
-        jobs: dict[str, dict[int, int]] = {}
-        tasks: dict[str, dict[int, int]] = {}
-        for user, state, count in self._db.execute(
-                f"SELECT user, state, count(*) FROM jobs WHERE state IN ({marks}) GROUP BY user, state", states):
-            jobs.setdefault(user, {})[state] = count
-        for user, state, count in self._db.execute(
-                f"SELECT j.user, t.state, count(*) FROM tasks t JOIN jobs j ON j.job_id = t.job_id "
-                f"WHERE j.state IN ({marks}) GROUP BY j.user, t.state", states):
-            tasks.setdefault(user, {})[state] = count
-        return jobs, tasks
 
     def job(self, job_id: str) -> JobRow | None:
         """The job with this id, or None."""

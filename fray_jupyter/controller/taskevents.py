@@ -18,14 +18,10 @@ Rules (reason codes, severities and messages are Iris's):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
 from fray_jupyter.iris.proto import job_pb2
-
-if TYPE_CHECKING:
-    from fray_jupyter.controller.store import Store
 
 SOURCE: Final[str] = "iris/controller"
 NORMAL: Final[str] = "Normal"
@@ -65,23 +61,3 @@ def resolution(why: str, state_name: str, retried: bool) -> tuple[str, str, str]
         return RETRY_SCHEDULED, f"{why}; controller returned the task to PENDING.", NORMAL
     severity = NORMAL if state_name == "SUCCEEDED" else WARNING
     return TERMINATED, f"{why}; controller resolved the task as {state_name}.", severity
-
-
-def event_rows(store: Store, events: Sequence[TaskEvent]) -> dict[str, list[dict[str, Any]]]:
-    """Job id → the ``iris.task_event`` rows of ``events`` (those whose attempt exists)."""
-    rows: dict[str, list[dict[str, Any]]] = {}
-    uids: dict[tuple[str, int, int], str] = {}
-    for event in events:
-        if event.attempt < 0:
-            continue
-        key = (event.job_id, event.idx, event.attempt)
-        if key not in uids:
-            uids.update({(a.job_id, a.idx, a.attempt): a.uid for a in store.attempts(event.job_id, event.idx)})
-        uid = uids.get(key)
-        if uid is None:
-            continue
-        rows.setdefault(event.job_id, []).append({
-            "task_id": f"{event.job_id}/{event.idx}", "attempt_id": event.attempt, "attempt_uid": uid,
-            "ts": event.ts_ms, "type": event.severity, "reason": event.reason, "message": event.message,
-            "source": SOURCE, "count": 1})
-    return rows

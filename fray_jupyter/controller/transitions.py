@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fray_jupyter.controller import taskevents, trees
-from fray_jupyter.controller.exits import EXECUTION_TIMEOUT
-from fray_jupyter.controller.runner import Outcome
+from fray_jupyter.controller.exits import EXECUTION_TIMEOUT, Outcome
+from fray_jupyter.controller.rows import JobRow, TaskRow
 from fray_jupyter.controller.states import ACTIVE_TASK_STATES, derive_job_state, task_retries_after_failure
-from fray_jupyter.controller.store import JobRow, TaskRow
 from fray_jupyter.controller.taskevents import TaskEvent
 from fray_jupyter.iris.attempts import charges_preemption
 from fray_jupyter.iris.proto import job_pb2

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Final, cast
 
 from fray_jupyter.controller.logstore import LogRow
+from fray_jupyter.controller.rows import AttemptRow, JobRow, TaskRow
 from fray_jupyter.controller.runner import WORKER_ID
 from fray_jupyter.controller.states import COMPLETED_TASK_STATES
-from fray_jupyter.controller.store import AttemptRow, JobRow, TaskRow
 from fray_jupyter.iris.attempts import retry_reason
 from fray_jupyter.iris.loglines import log_level
 from fray_jupyter.iris.proto import job_pb2, logging_pb2, time_pb2
