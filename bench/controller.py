@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import ray_head
 from bench.results import Figure, record, skipped
 from fray_jupyter.controller import iris_local
+from fray_jupyter.controller.methods import METHODS, Method
 from fray_jupyter.controller.rows import JobRow
-from fray_jupyter.controller.rpc import METHODS, Method
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import launch_request, start_controller, stop_quietly

@@ -22,7 +22,7 @@ import pytest
 
 from fray_jupyter.controller.changes import ChangeFeed
 from fray_jupyter.controller.engine import Engine
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.service import ControllerService
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import controller_pb2, job_pb2

@@ -16,7 +16,7 @@ from fray_jupyter.controller.checkpoint import (
     read_snapshot,
     write_checkpoint,
 )
-from fray_jupyter.controller.rpc import UNSUPPORTED
+from fray_jupyter.controller.methods import UNSUPPORTED
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import controller_pb2
 from fray_jupyter.iris.wire import CONTROLLER_SERVICE, method_path

@@ -11,7 +11,8 @@ import zstandard
 from google.protobuf.message import Message
 
 from fray_jupyter.controller.connect_app import MAX_REQUEST_BYTES, ConnectApp
-from fray_jupyter.controller.rpc import Code, Method, RpcError
+from fray_jupyter.controller.methods import Method
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.iris.proto import controller_pb2
 
 C = controller_pb2.Controller

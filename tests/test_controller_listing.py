@@ -10,7 +10,7 @@ import pytest
 
 from fray_jupyter.controller.listing import jobs_query
 from fray_jupyter.controller.rows import JobRow
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import controller_pb2
 from fray_jupyter.iris.proto import job_pb2 as J

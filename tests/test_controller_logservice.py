@@ -10,7 +10,7 @@ import pytest
 
 from fray_jupyter.controller.logservice import DEFAULT_MAX_LINES, LogService
 from fray_jupyter.controller.rows import JobRow
-from fray_jupyter.controller.rpc import RpcError
+from fray_jupyter.controller.rpc_error import RpcError
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import finelog_logging_pb2
 

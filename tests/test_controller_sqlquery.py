@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fray_jupyter.controller import sqlquery
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.stats import Stats
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris import arrow_ipc

@@ -16,7 +16,7 @@ import pytest
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.status_text import StatusText, status_text_sql
 from fray_jupyter.controller.engine import Engine
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.service import ControllerService
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris import arrow_ipc

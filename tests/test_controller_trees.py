@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.rpc import Code
+from fray_jupyter.controller.rpc_error import Code
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
 from tests.controller_harness import launch_request
 from tests.service_core import Core, refused, run, zip_bundle

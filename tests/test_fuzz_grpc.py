@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fray_jupyter.controller.rpc import METHODS
+from fray_jupyter.controller.methods import METHODS
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
 

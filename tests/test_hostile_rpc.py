@@ -18,7 +18,7 @@ import grpc
 import httpx
 import pytest
 
-from fray_jupyter.controller.rpc import METHODS
+from fray_jupyter.controller.methods import METHODS
 from fray_jupyter.controller.validation import MAX_BUNDLE_SIZE_BYTES
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import (

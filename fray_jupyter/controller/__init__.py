@@ -6,7 +6,8 @@ Modules, top to bottom: ``server`` (start-up, signals, runtime file) → ``conne
 ``checkpoint``) → ``engine`` (queue, slots, attempts, recovery; ``scheduler``, ``states``, ``runner``
 with ``exits``, ``ports``; the endpoint registry ``endpoints``, whose leases the engine's sleep also
 waits for) →
-``store`` (SQLite). ``rpc`` holds what the transports share (codes, errors, method table).
+``store`` (SQLite). ``rpc`` holds what the transports share (the caller check, decoding),
+``methods`` the method table, ``rpc_error`` the codes and errors.
 The service core and the engine run on one event loop; only the gRPC transport has a thread.
 
 ``main`` is loaded on first use, so importing one module (``controller.validation``,

@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, NamedTuple
 
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.states import ACTIVE_TASK_STATES
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.budget import (

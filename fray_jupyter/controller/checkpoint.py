@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 
 import zstandard
 
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from fray_jupyter.cluster.profile import ClusterProfile, ScaleGroup, load_profile
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.iris.placement import launch_refusal, route
 from fray_jupyter.iris.placement_workers import Worker, pending_reason, slice_workers, warm_workers
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2, vm_pb2

@@ -3,7 +3,7 @@
 ``POST /iris.cluster.ControllerService/<Method>`` with ``Content-Type: application/proto``
 (binary protobuf) or ``application/json`` (protobuf JSON mapping: camelCase names, enums by
 name, 64-bit integers as strings — what a real Iris controller sends); finelog's
-``FetchLogs`` is also served at the path a real controller proxies it under (see ``rpc``). A
+``FetchLogs`` is also served at the path a real controller proxies it under (see ``methods``). A
 request body may be ``Content-Encoding: gzip`` or ``zstd`` (finelog's client always sends
 zstd). Every RPC passes ``rpc.Authenticator`` (the bearer token, or a tokenless loopback
 caller of the controller's own OS user) before the body is read. A body over
@@ -39,15 +39,9 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from fray_jupyter.controller.changes import ChangeFeed, parse_wait_request
-from fray_jupyter.controller.rpc import (
-    METHODS_BY_PATH,
-    Authenticator,
-    Code,
-    Invoke,
-    RpcError,
-    decode,
-    unimplemented,
-)
+from fray_jupyter.controller.methods import METHODS_BY_PATH, unimplemented
+from fray_jupyter.controller.rpc import Authenticator, Invoke, decode
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.iris.wire import CHANGE_FEED_PATH, CLUSTER_PROFILE_PATH, TELEMETRY_PATH, proxied
 
 MAX_REQUEST_BYTES: Final[int] = 32 * 1024 * 1024

@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 from fray_jupyter.controller import peer
 from fray_jupyter.controller.endpointstore import EndpointRow
 from fray_jupyter.controller.logbuffer import LogBuffer
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.states import ACTIVE_TASK_STATES
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2

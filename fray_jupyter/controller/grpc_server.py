@@ -36,18 +36,10 @@ import grpc
 from google.protobuf.message import Message
 from grpc import aio
 
+from fray_jupyter.controller.methods import METHODS_BY_PATH, UNSUPPORTED, Method, unimplemented
 from fray_jupyter.controller.peer import parse_grpc_peer
-from fray_jupyter.controller.rpc import (
-    METHODS_BY_PATH,
-    UNSUPPORTED,
-    Authenticator,
-    Code,
-    Invoke,
-    Method,
-    RpcError,
-    decode,
-    unimplemented,
-)
+from fray_jupyter.controller.rpc import Authenticator, Invoke, decode
+from fray_jupyter.controller.rpc_error import Code, RpcError
 
 MAX_MESSAGE_BYTES: Final[int] = 32 * 1024 * 1024
 THREAD_NAME: Final[str] = "fray-grpc"

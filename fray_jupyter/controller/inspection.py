@@ -10,7 +10,7 @@ Rules, in the order they are checked:
   (``profiling.DEFAULT_DURATION_S``) to ``MAX_DURATION_S`` (INVALID_ARGUMENT otherwise: Iris passes
   any value to the profiler).
 * Target ``/system/process`` (or Iris's ``/system/controller``) is the controller itself; only the
-  controller's own user (``rpc.Caller.admin``) may profile it.
+  controller's own user (``caller.Caller.admin``) may profile it.
 * Any other target is a task ``/<user>/<job>/<index>`` (its current attempt) or an attempt
   ``…/<index>:<attempt>``: malformed is INVALID_ARGUMENT, unknown NOT_FOUND ``Task <id> not found``.
 * Only the job's owner (the first component of its id) or the admin may profile or exec into it:
@@ -36,8 +36,9 @@ from typing import Any, Final
 
 from fray_jupyter.controller import profiling, taskexec
 from fray_jupyter.controller.attempts import Running
+from fray_jupyter.controller.caller import CALLER
 from fray_jupyter.controller.procstatus import ProcessStatus
-from fray_jupyter.controller.rpc import CALLER, Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 

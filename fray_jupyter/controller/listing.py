@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Final
 
 from fray_jupyter.controller import validation
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.store import JobSort, JobsPage
 from fray_jupyter.iris.proto import controller_pb2
 from fray_jupyter.iris.states import MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET, job_state_from_name

@@ -31,7 +31,7 @@ import re
 from typing import Final, cast
 
 from fray_jupyter.controller.logstore import LogFilter, LogRow
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.store import Store
 from fray_jupyter.iris.loglines import log_level, min_level_value
 from fray_jupyter.iris.proto import finelog_logging_pb2

@@ -60,7 +60,7 @@ from fray_jupyter.controller.engine import Engine
 from fray_jupyter.controller.inspection import Inspector
 from fray_jupyter.controller.logservice import LogService
 from fray_jupyter.controller.rows import JobRow, TaskRow
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.store import Descendant, Store
 from fray_jupyter.controller.taskstatus import TaskStatusText
 from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES, root_cause_highlights

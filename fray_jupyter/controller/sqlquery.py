@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 
 MAX_JOIN_ROWS: Final[int] = 20_000_000
 MAX_QUERY_ROWS: Final[int] = 100_000

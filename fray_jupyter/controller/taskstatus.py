@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import Final
 
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.stats import Stats
 from fray_jupyter.controller.statscatalog import CATALOG
 from fray_jupyter.controller.store import Store

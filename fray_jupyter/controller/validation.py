@@ -8,7 +8,7 @@ import zipfile
 from pathlib import PurePosixPath
 from typing import Final
 
-from fray_jupyter.controller.rpc import Code, RpcError
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.controller.runner import bundle_limit_error
 from fray_jupyter.iris.bundle import MAX_BUNDLE_SIZE_BYTES
 from fray_jupyter.iris.proto import controller_pb2
