@@ -54,7 +54,7 @@ from labserver import Lab, launch_args, running_lab
 from bench.results import Figure, record
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.discovery import start_controller
-from fray_jupyter.controller.retention import LOG_LINES_ENV
+from fray_jupyter.controller.store.retention import LOG_LINES_ENV
 from fray_jupyter.runtime_file import RUNTIME_FILE_NAME
 from tests.logjobs import python_job
 

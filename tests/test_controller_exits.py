@@ -8,8 +8,8 @@ import asyncio
 import os
 from pathlib import Path
 
-from fray_jupyter.controller.exits import EXECUTION_TIMEOUT, Outcome, exit_error
-from fray_jupyter.controller.runner import Attempt
+from fray_jupyter.controller.kernel.exits import EXECUTION_TIMEOUT, Outcome, exit_error
+from fray_jupyter.controller.runtime.runner import Attempt
 from fray_jupyter.iris.proto import job_pb2 as J
 
 

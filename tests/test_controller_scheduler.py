@@ -3,7 +3,7 @@ for child jobs, and reasons."""
 
 from __future__ import annotations
 
-from fray_jupyter.controller.scheduler import (
+from fray_jupyter.controller.kernel.scheduler import (
     QueuedJob,
     SlotLedger,
     default_slots,

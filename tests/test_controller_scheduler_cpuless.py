@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.scheduler import (
+from fray_jupyter.controller.kernel.scheduler import (
     DEFAULT_MAX_TASKS,
     MAX_TASKS_ENV,
     QueuedJob,

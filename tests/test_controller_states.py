@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fray_jupyter.controller.states import derive_job_state, task_retries_after_failure
+from fray_jupyter.controller.kernel.state_rules import derive_job_state, task_retries_after_failure
 from fray_jupyter.iris.proto import job_pb2 as J
 
 P, R, S, F, K, W, U, X = (J.TASK_STATE_PENDING, J.TASK_STATE_RUNNING, J.TASK_STATE_SUCCEEDED, J.TASK_STATE_FAILED,

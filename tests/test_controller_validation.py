@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
+from fray_jupyter.controller.api.validation import MAX_BUNDLE_SIZE_BYTES, job_id_user, validate_launch
 from fray_jupyter.controller.rpc_error import Code, RpcError
-from fray_jupyter.controller.validation import MAX_BUNDLE_SIZE_BYTES, job_id_user, validate_launch
 from fray_jupyter.iris.proto import controller_pb2, time_pb2
 from tests.controller_harness import launch_request
 

@@ -20,7 +20,7 @@ import pytest
 from tests.import_graph import loaded_by, modules
 
 HEAVY: Final = ("pydantic", "httpx", "grpc", "uvicorn", "ipywidgets", "IPython", "jupyter_server", "cloudpickle",
-                "pyarrow", "fray_jupyter.resources.config", "fray_jupyter.planning", "fray_jupyter.controller.server")
+                "pyarrow", "fray_jupyter.resources.config", "fray_jupyter.planning", "fray_jupyter.controller.startup")
 """What costs a start-up: large libraries, the pydantic models, the plan, the controller's server."""
 MODELS: Final = frozenset({"pydantic", "cloudpickle", "fray_jupyter.resources.config"})
 NETWORK: Final = frozenset({"httpx", "grpc"})
@@ -49,9 +49,9 @@ BUDGET: Final[dict[str, frozenset[str]]] = {
     "fray_jupyter.client.transport": NETWORK,
     "fray_jupyter.client.handle": NETWORK,
     "fray_jupyter.controller": frozenset(),
-    "fray_jupyter.controller.grpc_server": frozenset({"grpc"}),
-    "fray_jupyter.controller.server": frozenset({"grpc", "uvicorn", "fray_jupyter.controller.server"}),
-    "fray_jupyter.controller.__main__": frozenset({"grpc", "uvicorn", "fray_jupyter.controller.server"}),
+    "fray_jupyter.controller.transport.grpc_server": frozenset({"grpc"}),
+    "fray_jupyter.controller.startup": frozenset({"grpc", "uvicorn", "fray_jupyter.controller.startup"}),
+    "fray_jupyter.controller.__main__": frozenset({"grpc", "uvicorn", "fray_jupyter.controller.startup"}),
     "fray_jupyter.server": NETWORK | {"jupyter_server"},
     "fray_jupyter.magics": frozenset({"IPython"}),
     "fray_jupyter.magics.submission": MODELS | {"IPython", "fray_jupyter.planning"},
@@ -90,8 +90,8 @@ MEASURED: Final[dict[str, frozenset[str]]] = {
     "fray_jupyter": frozenset(),
     "fray_jupyter.client": frozenset(),
     "fray_jupyter.server": frozenset({"httpx", "grpc", "jupyter_server"}),
-    "fray_jupyter.controller.validation": frozenset(),
-    "fray_jupyter.controller.engine": frozenset(),
+    "fray_jupyter.controller.api.validation": frozenset(),
+    "fray_jupyter.controller.engine.engine": frozenset(),
     "fray_jupyter.client.errors": frozenset(),
     "fray_jupyter.iris.states": frozenset(),
 }

@@ -18,6 +18,6 @@ from __future__ import annotations
 
 from fray_jupyter.lazy import lazy_exports
 
-_EXPORTS: dict[str, str] = {"main": "fray_jupyter.controller.server"}
+_EXPORTS: dict[str, str] = {"main": "fray_jupyter.controller.startup"}
 __all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names of _EXPORTS, their one list
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
