@@ -107,6 +107,24 @@ def test_importing_a_light_module_loads_only_its_budget(module: str) -> None:
     assert loaded <= MEASURED[module], f"importing {module} loads {sorted(loaded - MEASURED[module])}"
 
 
+KERNEL: Final = "fray_jupyter.controller.kernel"
+KERNEL_NEVER_LOADS: Final = frozenset({"sqlite3", "subprocess", "asyncio.subprocess"})
+"""The controller's kernel is its pure rules: no database, no processes (``tests/test_layers.py`` holds
+its imports to the kernel; this holds what they load, third-party imports included)."""
+
+
+def test_importing_the_controllers_kernel_loads_no_database_and_no_processes() -> None:
+    kernel = sorted(module for module in modules() if module == KERNEL or module.startswith(KERNEL + "."))
+    code = f"import json, sys; import {', '.join(kernel)}; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            cwd=Path(__file__).parent.parent, check=False)
+    assert result.returncode == 0, result.stderr
+    loaded = set(json.loads(result.stdout))
+    assert f"{KERNEL}.transitions" in loaded and f"{KERNEL}.scheduler" in loaded
+    assert sorted(loaded & KERNEL_NEVER_LOADS) == []
+    assert sorted(name for name in loaded if name.startswith("fray_jupyter.controller.")
+                  and not name.startswith(KERNEL)) == []
+
 def test_the_server_extension_loads_neither_pydantic_nor_the_plan() -> None:
     """The REST proxy only forwards Iris messages: no model, no planning tables, no uvicorn."""
     assert not heavy_in(loaded_by("fray_jupyter.server")) & {"pydantic", "fray_jupyter.planning", "uvicorn"}
