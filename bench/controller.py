@@ -43,8 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import ray_head
 from bench.results import Figure, record, skipped
 from fray_jupyter.controller import iris_local
-from fray_jupyter.controller.rpc import METHODS, Method
-from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.controller.api.methods import METHODS, Method
+from fray_jupyter.controller.kernel.rows import JobRow
+from fray_jupyter.controller.store.store import Store
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import launch_request, start_controller, stop_quietly
 
@@ -316,10 +317,10 @@ def framework_overhead(root: Path, calls: int) -> None:
     from connectrpc.method import IdempotencyLevel, MethodInfo
     from connectrpc.server import ConnectASGIApplication, Endpoint
 
-    from fray_jupyter.controller.connect_app import ConnectApp
-    from fray_jupyter.controller.engine import Engine
-    from fray_jupyter.controller.rpc import invoke_logged
-    from fray_jupyter.controller.service import ControllerService
+    from fray_jupyter.controller.api.service import ControllerService
+    from fray_jupyter.controller.engine.engine import Engine
+    from fray_jupyter.controller.transport.connect_app import ConnectApp
+    from fray_jupyter.controller.transport.rpc import invoke_logged
 
     seed_jobs(root / "overhead", 200)
     store = Store(root / "overhead" / "controller.sqlite3")

@@ -55,7 +55,7 @@ from bench.pages import sidebar_page
 from bench.results import Figure, record
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.discovery import start_controller
-from fray_jupyter.controller.retention import LOG_LINES_ENV
+from fray_jupyter.controller.store.retention import LOG_LINES_ENV
 from fray_jupyter.runtime_file import RUNTIME_FILE_NAME
 from tests.logjobs import python_job
 

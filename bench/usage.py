@@ -5,10 +5,10 @@ Run: ``.venv/bin/python bench/usage.py [--tasks N] [--passes P] [--query-tasks T
 [--lab] [--steps K] [--spark-repeat R]``
 
 1. Sampling cost: ``N`` task-like processes (default 100, each ``sleep`` leading its own session, as
-   the runner starts attempts) sampled ``P`` times by ``controller.sampler.Sampler`` into a fresh
+   the runner starts attempts) sampled ``P`` times by ``controller.stats.sampler.Sampler`` into a fresh
    store; the sampler's CPU time per pass over its interval, as % of one core. Goal: <= 1%.
 2. The dashboard's latest-per-task query (``client.usage.latest_usage_sql``, ``QUALIFY``) over
-   ``T`` tasks (default 10,000) with ``S`` samples each (default 5), through ``controller.stats``
+   ``T`` tasks (default 10,000) with ``S`` samples each (default 5), through ``controller.stats.stats``
    (DataFusion over the in-memory batches), warm, median of 9 runs. Goal: <= 50 ms.
 3. With ``--twin``: the same query, the same rows, over the wire (``FrayClient.query_stats``) to a
    real embedded controller and to a genuine Iris local cluster (rows written to its finelog with
@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ui"))
 from bench.results import Figure, record, skipped
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.usage import latest_usage_sql
-from fray_jupyter.controller.sampler import INTERVAL_S, Sampler, Target
-from fray_jupyter.controller.stats import Stats
-from fray_jupyter.controller.store import Store
+from fray_jupyter.controller.stats.sampler import INTERVAL_S, Sampler, Target
+from fray_jupyter.controller.stats.stats import Stats
+from fray_jupyter.controller.store.store import Store
 
 BENCH = "usage"
 COST_GOAL_PCT = 1.0
@@ -156,7 +156,7 @@ def in_the_lab(root: Path, steps: int, repeat: int) -> None:
     from labserver import running_lab
 
     from bench import usage_sidebar
-    from fray_jupyter.controller.sampler import INTERVAL_S as SAMPLE_S
+    from fray_jupyter.controller.stats.sampler import INTERVAL_S as SAMPLE_S
     from fray_jupyter.runtime_file import RUNTIME_FILE_NAME
     from tests.controller_harness import start_controller, stop_quietly
 

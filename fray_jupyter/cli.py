@@ -78,7 +78,7 @@ def _check(result: Plan, url: str | None, cluster: str | None = None) -> FitVerd
     from fray_jupyter.client.budget import NOT_RUNNING, budget
     from fray_jupyter.client.discovery import NO_CONTROLLER_URL
     from fray_jupyter.client.fit import Fit, fit
-    from fray_jupyter.controller.cluster import read_embedded_fit
+    from fray_jupyter.controller.engine.cluster import read_embedded_fit
 
     picture, source = budget(result, None), ""
     if result.errors:
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return manage_main(argv[1:])
     if argv[:1] == ["controller"]:
-        from fray_jupyter.controller.server import main as controller_main
+        from fray_jupyter.controller.startup import main as controller_main
 
         return controller_main(argv[1:])
     parser = build_parser()

@@ -24,7 +24,7 @@ import pytest
 
 if TYPE_CHECKING:
     from fray_jupyter.client import FrayClient
-    from fray_jupyter.controller.service import ControllerService
+    from fray_jupyter.controller.api.service import ControllerService
     from tests.controller_harness import ControllerProcess
     from tests.docs_build import DocsBuild
 

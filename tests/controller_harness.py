@@ -18,7 +18,7 @@ import httpx
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from fray_jupyter.controller.rpc import METHODS, Method
+from fray_jupyter.controller.api.methods import METHODS, Method
 from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.proto import controller_pb2, finelog_stats_pb2, job_pb2
 from fray_jupyter.planning import plan

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.controller.kernel.rows import JobRow
+from fray_jupyter.controller.store.store import Store
 from fray_jupyter.iris.proto import job_pb2
 from tests.controller_harness import launch_request
 

@@ -2,7 +2,7 @@
 service on the current event loop (``run``), and waiting on the controller's own signal.
 
 ``Core.until(condition, what)`` re-checks ``condition`` each time the store records a change (a write
-to a job, its tasks or its log lines: the change feed of ``controller.changes``, which the controller's
+to a job, its tasks or its log lines: the change feed of ``controller.transport.changes``, which the controller's
 watchers long-poll), and at least every ``RECHECK_S`` seconds for a condition on state outside the
 store (the engine's memory, files). It fails, naming ``what`` and the last value seen, after
 ``tests/waiting.py``'s ``HANG_GUARD_S``: a guard against a hang, never a measure of how fast the
@@ -21,11 +21,11 @@ from typing import Final, TypeVar
 
 import pytest
 
-from fray_jupyter.controller.changes import ChangeFeed
-from fray_jupyter.controller.engine import Engine
-from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.service import ControllerService
-from fray_jupyter.controller.store import Store
+from fray_jupyter.controller.api.service import ControllerService
+from fray_jupyter.controller.engine.engine import Engine
+from fray_jupyter.controller.rpc_error import Code, RpcError
+from fray_jupyter.controller.store.store import Store
+from fray_jupyter.controller.transport.changes import ChangeFeed
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import TERMINAL
 from tests.waiting import HANG_GUARD_S

@@ -12,7 +12,7 @@ from fray_jupyter import ResourceConfig as RC
 from fray_jupyter.client import FrayClient, FrayError
 from fray_jupyter.client.fit import CACHE, fit
 from fray_jupyter.cluster.profile import load_profile
-from fray_jupyter.controller.cluster import Cluster
+from fray_jupyter.controller.engine.cluster import Cluster
 from fray_jupyter.iris.fit import fit_from
 from fray_jupyter.iris.proto import controller_pb2, vm_pb2
 from fray_jupyter.planning import Plan

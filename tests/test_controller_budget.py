@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.budget import default_limit
-from fray_jupyter.controller.rpc import Code
+from fray_jupyter.controller.engine.budgets import default_limit
+from fray_jupyter.controller.rpc_error import Code
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.iris.states import parent_job_id
 from fray_jupyter.resources import ResourceConfig

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from fray_jupyter.controller import changes
-from fray_jupyter.controller.changes import ChangeFeed, parse_wait_request
+from fray_jupyter.controller.transport import changes
+from fray_jupyter.controller.transport.changes import ChangeFeed, parse_wait_request
 
 
 def test_each_change_bumps_the_revision_and_names_the_job_once() -> None:

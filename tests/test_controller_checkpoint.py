@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.checkpoint import (
+from fray_jupyter.controller.api.checkpoint import (
     CHECKPOINT_DIRNAME,
     SNAPSHOT_NAME,
     read_snapshot,
     write_checkpoint,
 )
-from fray_jupyter.controller.rpc import UNSUPPORTED
-from fray_jupyter.controller.store import Store
+from fray_jupyter.controller.api.methods import UNSUPPORTED
+from fray_jupyter.controller.store.store import Store
 from fray_jupyter.iris.proto import controller_pb2
 from fray_jupyter.iris.wire import CONTROLLER_SERVICE, method_path
 from tests.controller_harness import (

@@ -162,7 +162,7 @@ def test_a_task_stands_in_the_region_of_the_group_it_is_routed_to(resources: Res
     """``IRIS_WORKER_REGION``'s value: the region of the first group the autoscaler routes the job to."""
     from fray_jupyter import Entrypoint, JobRequest, plan
     from fray_jupyter.cluster.profile import load_profile
-    from fray_jupyter.controller.cluster import Cluster
+    from fray_jupyter.controller.engine.cluster import Cluster
 
     job = JobRequest(name="r", entrypoint=Entrypoint.from_binary("true"), resources=resources)
     assert Cluster(load_profile()).placed_region(plan(job, user="a").request) == region

@@ -10,8 +10,9 @@ import httpx
 import zstandard
 from google.protobuf.message import Message
 
-from fray_jupyter.controller.connect_app import MAX_REQUEST_BYTES, ConnectApp
-from fray_jupyter.controller.rpc import Code, Method, RpcError
+from fray_jupyter.controller.api.methods import Method
+from fray_jupyter.controller.rpc_error import Code, RpcError
+from fray_jupyter.controller.transport.connect_app import MAX_REQUEST_BYTES, ConnectApp
 from fray_jupyter.iris.proto import controller_pb2
 
 C = controller_pb2.Controller

@@ -1,4 +1,4 @@
-"""The endpoint registry (``controller.endpoints``) on the real controller process, over both
+"""The endpoint registry (``controller.engine.endpoint_registry``) on the real controller process, over both
 transports: ports reach every task, registration renews, replaces and is refused as Iris refuses it,
 leases are clamped and lapse, an endpoint goes with its task and with a restart, and every bad
 registration is a clear INVALID_ARGUMENT that leaves nothing registered."""
@@ -15,15 +15,15 @@ import pytest
 
 from fray_jupyter.actors.lease import EndpointLease
 from fray_jupyter.client import FrayClient
-from fray_jupyter.controller import peer
-from fray_jupyter.controller.endpoints import (
+from fray_jupyter.controller.engine.endpoint_registry import (
     MAX_LEASE_MS,
     MIN_LEASE_ENV,
     MIN_LEASE_MS,
     granted_lease_ms,
     lease_floor_ms,
 )
-from fray_jupyter.controller.ports import PORT_RANGE
+from fray_jupyter.controller.runtime import peer
+from fray_jupyter.controller.runtime.ports import PORT_RANGE
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2
 from tests.controller_harness import (
     ControllerProcess,
@@ -94,7 +94,7 @@ def stored_endpoints(controller: ControllerProcess) -> int:
 
 
 def test_every_task_gets_a_reserved_port_per_name(controller: ControllerProcess) -> None:
-    """``IRIS_PORT_<NAME>`` is a port of Iris's task range the attempt holds (``controller.ports``),
+    """``IRIS_PORT_<NAME>`` is a port of Iris's task range the attempt holds (``controller.runtime.ports``),
     one per name, for every task."""
     wire = controller.wire()
     request = launch_request("ports", 'echo "ports=$IRIS_PORT_ACTOR,$IRIS_PORT_JAX"', replicas=2)

@@ -1,6 +1,7 @@
 """A failed attempt's words are Iris's: ``Exit code: N. stderr: <last stderr line>`` for a command,
 exactly ``Execution timeout exceeded`` (and no exit code) for a task over its timeout; a failed
-job's exit code is 0, as a genuine Iris controller leaves it (``exits``, ``runner``, ``transitions``)."""
+job's exit code is 0, as a genuine Iris controller leaves it (``exits``, ``runner``, ``transitions``):
+here from real processes; the words alone in ``test_controller_kernel_exits.py``."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import asyncio
 import os
 from pathlib import Path
 
-from fray_jupyter.controller.exits import EXECUTION_TIMEOUT, exit_error
-from fray_jupyter.controller.runner import Attempt, Outcome
+from fray_jupyter.controller.kernel.exits import EXECUTION_TIMEOUT, Outcome
+from fray_jupyter.controller.runtime.runner import Attempt
 from fray_jupyter.iris.proto import job_pb2 as J
 
 
@@ -17,14 +18,6 @@ def _run(tmp_path: Path, command: str, timeout: float | None = None) -> Outcome:
     attempt = Attempt(steps=[["sh", "-c", command]], workdir=tmp_path, env=dict(os.environ), timeout_s=timeout,
                       sink=lambda source, line: None, on_spawn=lambda pid, token: None)
     return asyncio.run(attempt.run())
-
-
-def test_the_words_for_an_exit_code() -> None:
-    assert exit_error(3) == "Exit code: 3"
-    assert exit_error(1, "ValueError: boom") == "Exit code: 1. stderr: ValueError: boom"
-    assert exit_error(143) == "Exit code 143: killed by SIGTERM"
-    assert exit_error(137) == "Exit code 137: killed by SIGKILL (possibly OOM or resource limit)"
-    assert exit_error(200) == "Exit code 200: killed by signal 72"
 
 
 def test_a_failed_command_names_its_last_stderr_line(tmp_path: Path) -> None:
@@ -36,4 +29,3 @@ def test_a_failed_command_names_its_last_stderr_line(tmp_path: Path) -> None:
 def test_a_task_over_its_timeout_says_exactly_iris_s_words(tmp_path: Path) -> None:
     outcome = _run(tmp_path, "sleep 30", timeout=0.2)
     assert outcome == Outcome(J.TASK_STATE_FAILED, None, EXECUTION_TIMEOUT, timed_out=True)
-    assert EXECUTION_TIMEOUT == "Execution timeout exceeded"

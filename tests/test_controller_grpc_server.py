@@ -14,8 +14,10 @@ import grpc
 import pytest
 from google.protobuf.message import Message
 
-from fray_jupyter.controller.grpc_server import THREAD_NAME, GrpcServer
-from fray_jupyter.controller.rpc import METHODS, Authenticator, Code, Method, RpcError
+from fray_jupyter.controller.api.methods import METHODS, Method
+from fray_jupyter.controller.rpc_error import Code, RpcError
+from fray_jupyter.controller.transport.grpc_server import THREAD_NAME, GrpcServer
+from fray_jupyter.controller.transport.rpc import Authenticator
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 
 C = controller_pb2.Controller

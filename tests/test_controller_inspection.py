@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fray_jupyter.controller import profiling
+from fray_jupyter.controller.runtime import profiling
 from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.proto import controller_pb2, finelog_stats_pb2, job_pb2
 from tests.controller_harness import (

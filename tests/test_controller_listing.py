@@ -1,4 +1,4 @@
-"""ListJobs' query (``controller.listing``): Iris's page bounds, scopes, filters and orders, read as
+"""ListJobs' query (``controller.api.job_query``): Iris's page bounds, scopes, filters and orders, read as
 SQL against a real store."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.listing import jobs_query
-from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.controller.api.job_query import jobs_query
+from fray_jupyter.controller.kernel.rows import JobRow
+from fray_jupyter.controller.rpc_error import Code, RpcError
+from fray_jupyter.controller.store.store import Store
 from fray_jupyter.iris.proto import controller_pb2
 from fray_jupyter.iris.proto import job_pb2 as J
 from fray_jupyter.iris.states import MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET

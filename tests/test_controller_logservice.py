@@ -1,4 +1,4 @@
-"""finelog's FetchLogs over the controller's log store (``controller.logservice``): key scopes,
+"""finelog's FetchLogs over the controller's log store (``controller.api.logservice``): key scopes,
 cursors, tail and caps, filters and levels, on a real store with lines of two jobs."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.logservice import DEFAULT_MAX_LINES, LogService
-from fray_jupyter.controller.rpc import RpcError
-from fray_jupyter.controller.store import JobRow, Store
+from fray_jupyter.controller.api.logservice import DEFAULT_MAX_LINES, LogService
+from fray_jupyter.controller.kernel.rows import JobRow
+from fray_jupyter.controller.rpc_error import RpcError
+from fray_jupyter.controller.store.store import Store
 from fray_jupyter.iris.proto import finelog_logging_pb2
 
 F = finelog_logging_pb2

@@ -1,4 +1,4 @@
-"""Who owns the other end of a loopback TCP connection (``controller.peer``), and the tokenless
+"""Who owns the other end of a loopback TCP connection (``controller.runtime.peer``), and the tokenless
 rule built on it: the controller's own OS user is let in without a token on both transports,
 any other OS user is refused (a probe process run as another user with ``setpriv``)."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.peer import is_loopback, parse_grpc_peer, socket_owner
+from fray_jupyter.controller.runtime.peer import is_loopback, parse_grpc_peer, socket_owner
 from fray_jupyter.iris.proto import controller_pb2
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
 

@@ -1,5 +1,5 @@
 """Named task ports: each running attempt holds a real free port per name from Iris's task range
-(``controller.ports``), reads it with Iris's own ``get_job_info()`` and binds it; no two running
+(``controller.runtime.ports``), reads it with Iris's own ``get_job_info()`` and binds it; no two running
 tasks share one; an attempt's ports are free again once it has ended."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from fray_jupyter.controller.ports import PORT_RANGE, PortAllocator, PortsExhausted
+from fray_jupyter.controller.runtime.ports import PORT_RANGE, PortAllocator, PortsExhausted
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import (
     TERMINAL,

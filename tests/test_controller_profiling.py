@@ -1,4 +1,4 @@
-"""``controller.profiling``: py-spy's captures of a real Python process, the stubs (in the requested
+"""``controller.runtime.profiling``: py-spy's captures of a real Python process, the stubs (in the requested
 format, saying why) when a capture cannot be made, and a profiler that overruns being killed."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller import profiling
+from fray_jupyter.controller.runtime import profiling
 from fray_jupyter.iris.proto import job_pb2
 from tests.controller_harness import pid_alive
 from tests.waiting import until

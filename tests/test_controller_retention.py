@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fray_jupyter.client.results import ResultUnavailable, task_result
-from fray_jupyter.controller.engine import Engine
-from fray_jupyter.controller.retention import Policy, Retention, parse_size, tree_bytes
+from fray_jupyter.controller.engine.engine import Engine
+from fray_jupyter.controller.store.retention import Policy, Retention, parse_size, tree_bytes
 from fray_jupyter.iris.proto import job_pb2
 from tests.controller_harness import launch_request
 from tests.service_core import Core, run, zip_bundle

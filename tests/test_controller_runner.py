@@ -9,8 +9,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from fray_jupyter.controller import runner
-from fray_jupyter.controller.runner import Attempt, Outcome, TaskIdentity, task_environment
+from fray_jupyter.controller.kernel.exits import Outcome
+from fray_jupyter.controller.runtime import runner
+from fray_jupyter.controller.runtime.runner import Attempt, TaskIdentity, task_environment
 from fray_jupyter.iris.proto import job_pb2 as J
 from tests.controller_harness import pid_alive
 from tests.waiting import until

@@ -1,4 +1,4 @@
-"""The sampler (``controller.sampler``) over real process trees: a task's whole tree is measured, its
+"""The sampler (``controller.stats.sampler``) over real process trees: a task's whole tree is measured, its
 peak kept, and nothing a task does — 500 processes, exiting mid-pass, churning processes — breaks a
 pass."""
 
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from fray_jupyter.controller import proctree
-from fray_jupyter.controller.sampler import Sampler, Target, Usage, measure, tree_size_mb
-from fray_jupyter.controller.stats import Stats
-from fray_jupyter.controller.store import Store
+from fray_jupyter.controller.runtime import proctree
+from fray_jupyter.controller.stats.sampler import Sampler, Target, Usage, measure, tree_size_mb
+from fray_jupyter.controller.stats.stats import Stats
+from fray_jupyter.controller.store.store import Store
 from fray_jupyter.iris import arrow_ipc
 
 FORKER = """

@@ -1,22 +1,11 @@
 """Tasks asking for no CPU take no slot, as Iris never counts them against a worker; ``--max-tasks``
-bounds every running task process, slots or not (``scheduler``), with the real controller process."""
+bounds every running task process, slots or not, with the real controller process (the rules
+themselves: ``test_controller_kernel_scheduler.py``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from fray_jupyter.controller.scheduler import (
-    DEFAULT_MAX_TASKS,
-    MAX_TASKS_ENV,
-    QueuedJob,
-    SlotLedger,
-    max_tasks_setting,
-    place,
-    room_reason,
-    unschedulable_reason,
-)
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import (
     TERMINAL,
@@ -30,36 +19,6 @@ C = controller_pb2.Controller
 J = job_pb2
 SLOTS, MAX_TASKS = 2, 4
 CONTROLLER_ARGS = ("--slots", str(SLOTS), "--max-tasks", str(MAX_TASKS))  # the module's controller (conftest)
-
-
-def _placed(queue: list[QueuedJob], free: int, room: int) -> list[tuple[str, list[int]]]:
-    return [(job.job_id, indices) for job, indices in place(queue, SlotLedger(free, []), {}, room)]
-
-
-def test_cpu_less_tasks_start_without_slots_within_the_room_left() -> None:
-    queue = [QueuedJob("/a/slot", 1, False, [0, 1, 2]), QueuedJob("/a/free", 2, False, [0, 1, 2, 3, 4], slotless=True)]
-    assert _placed(queue, free=0, room=10) == [("/a/free", [0, 1, 2, 3, 4])]
-    assert _placed(queue, free=2, room=4) == [("/a/slot", [0, 1]), ("/a/free", [0, 1])]
-    gang = QueuedJob("/a/gang", 3, True, [0, 1, 2], slotless=True)
-    assert _placed([gang], free=0, room=2) == [] and _placed([gang], free=0, room=3) == [("/a/gang", [0, 1, 2])]
-
-
-def test_reasons_name_the_bound() -> None:
-    waiting = QueuedJob("/a/free", 1, False, [0], slotless=True)
-    assert room_reason(waiting, running=3, max_tasks=4) == ""
-    assert room_reason(waiting, running=4, max_tasks=4).startswith(
-        "waiting for room to start 1 task process(es): 4 of at most 4 running; ")
-    assert "--max-tasks 9 (or more)" in str(unschedulable_reason(9, True, 8, slotless=True))
-    assert unschedulable_reason(9, True, 9, slotless=True) is None
-
-
-def test_the_bound_comes_from_the_flag_then_the_environment() -> None:
-    assert max_tasks_setting(None, {}, 8) == DEFAULT_MAX_TASKS and max_tasks_setting(None, {}, 999) == 999
-    assert max_tasks_setting(None, {MAX_TASKS_ENV: "40"}, 8) == 40 and max_tasks_setting(12, {MAX_TASKS_ENV: "40"}, 8) == 12
-    with pytest.raises(ValueError, match=r"^--max-tasks must be at least the task slots \(8: --slots\), got 4$"):
-        max_tasks_setting(4, {}, 8)
-    with pytest.raises(ValueError, match=rf"^\${MAX_TASKS_ENV} must be a whole number of task processes, got 'many'$"):
-        max_tasks_setting(None, {MAX_TASKS_ENV: "many"}, 8)
 
 
 def _all_at_once(name: str, count: int, place: Path) -> C.LaunchJobRequest:

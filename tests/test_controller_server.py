@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fray_jupyter.client import FrayClient
-from fray_jupyter.controller.rpc import METHODS
+from fray_jupyter.controller.api.methods import METHODS
 from fray_jupyter.iris.outputs import read_files
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2
 from fray_jupyter.resources import ResourceConfig

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.rpc import Code
+from fray_jupyter.controller.rpc_error import Code
 from fray_jupyter.iris.proto import controller_pb2, job_pb2, time_pb2
 from tests.controller_harness import launch_request
 from tests.service_core import Core, refused, run, zip_bundle
@@ -249,7 +249,7 @@ def test_a_replacement_that_fails_to_store_leaves_the_old_job_whole(tmp_path: Pa
 
 # -- zip bombs -------------------------------------------------------------------------------------
 def test_a_zip_bomb_bundle_is_refused_naming_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fray_jupyter.controller import runner
+    from fray_jupyter.controller.runtime import runner
 
     monkeypatch.setattr(runner, "MAX_UNPACKED_BUNDLE_BYTES", 4 * 2**20)
     monkeypatch.setattr(runner, "MAX_BUNDLE_ENTRIES", 100)
@@ -298,7 +298,8 @@ def test_a_failure_recording_an_attempts_end_fails_the_job_with_the_reason(tmp_p
 
 
 def test_close_waits_for_attempts_at_most_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fray_jupyter.controller.runner import Attempt, Outcome
+    from fray_jupyter.controller.kernel.exits import Outcome
+    from fray_jupyter.controller.runtime.runner import Attempt
 
     async def never_ends(self: Attempt) -> Outcome:
         try:

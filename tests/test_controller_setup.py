@@ -1,4 +1,4 @@
-"""Task setup as on a real Iris worker (``controller.setup``): the steps, the environment (uv and
+"""Task setup as on a real Iris worker (``controller.runtime.task_setup``): the steps, the environment (uv and
 this Python on PATH, the shared uv cache, IRIS_VENV), the command run in the venv setup left, and
 a failed setup's error naming its command and output (real processes through ``runner.Attempt``)."""
 
@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fray_jupyter.controller.runner import Attempt, Outcome
-from fray_jupyter.controller.setup import (
+from fray_jupyter.controller.kernel.exits import Outcome
+from fray_jupyter.controller.runtime.runner import Attempt
+from fray_jupyter.controller.runtime.task_setup import (
     TAIL_LINES,
     is_default_sync,
     setup_failure,

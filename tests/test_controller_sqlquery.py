@@ -1,4 +1,4 @@
-"""The stats namespaces' SQL engine (``controller.sqlquery`` through ``controller.stats``): DataFusion's
+"""The stats namespaces' SQL engine (``controller.stats.sqlquery`` through ``controller.stats.stats``): DataFusion's
 dialect as finelog answers it, and hostile SQL refused or bounded with one clear line, the store
 unharmed."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller import sqlquery
-from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.stats import Stats
-from fray_jupyter.controller.store import Store
+from fray_jupyter.controller.rpc_error import Code, RpcError
+from fray_jupyter.controller.stats import sqlquery
+from fray_jupyter.controller.stats.stats import Stats
+from fray_jupyter.controller.store.store import Store
 from fray_jupyter.iris import arrow_ipc
 
 NOW = int(time.time() * 1000)

@@ -1,4 +1,4 @@
-"""The stats namespaces' rows (``controller.stats``, ``statsstore``, ``statsmirror``): kept durably,
+"""The stats namespaces' rows (``controller.stats.stats``, ``statsstore``, ``stats.mirror``): kept durably,
 bounded by retention, gone with a replaced job, profiles recorded with Iris's values only."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.service import ControllerService
-from fray_jupyter.controller.stats import Stats
-from fray_jupyter.controller.statscatalog import CATALOG
-from fray_jupyter.controller.store import Store
+from fray_jupyter.controller.api.service import ControllerService
+from fray_jupyter.controller.stats.stats import Stats
+from fray_jupyter.controller.store.statscatalog import CATALOG
+from fray_jupyter.controller.store.store import Store
 from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.proto import controller_pb2
 from tests.controller_harness import launch_request

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.schema import MIGRATIONS, SCHEMA_VERSION
-from fray_jupyter.controller.store import ID_LIST_CHUNK, JobRow, JobsPage, SchemaTooNew, Store
+from fray_jupyter.controller.kernel.rows import JobRow
+from fray_jupyter.controller.store.schema import MIGRATIONS, SCHEMA_VERSION
+from fray_jupyter.controller.store.store import ID_LIST_CHUNK, JobsPage, SchemaTooNew, Store
 from fray_jupyter.iris.proto import job_pb2 as J
 
 

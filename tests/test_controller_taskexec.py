@@ -1,4 +1,4 @@
-"""``controller.taskexec``: a command run in a task's directory and environment, with Iris's timeout
+"""``controller.runtime.taskexec``: a command run in a task's directory and environment, with Iris's timeout
 rule, bounded output and the whole process group killed at the timeout (real subprocesses)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller import taskexec
+from fray_jupyter.controller.runtime import taskexec
 from tests.controller_harness import pid_alive
 from tests.waiting import until
 

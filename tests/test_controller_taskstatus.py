@@ -13,8 +13,8 @@ import pytest
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.status_text import StatusText, status_text_sql
-from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.service import ControllerService
+from fray_jupyter.controller.api.service import ControllerService
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.proto import controller_pb2, finelog_stats_pb2
 from fray_jupyter.iris.states import is_job_finished

@@ -1,6 +1,6 @@
 """Child jobs on the embedded controller, in process: admission under a parent, the ListJobs scopes,
-what a job's end does to the jobs below it (``controller.trees``), replacing a tree, the tree's logs
-and change-feed reports, and the lending rule for slots (``controller.scheduler``) with 1, 2 and
+what a job's end does to the jobs below it (``controller.kernel.trees``), replacing a tree, the tree's logs
+and change-feed reports, and the lending rule for slots (``controller.kernel.scheduler``) with 1, 2 and
 4 slots. The same scenarios against the genuine Iris scheduler: ``tests/differential/test_coordinators.py``;
 tasks submitting their children through Marin's clients and ours: ``tests/test_marin_tools.py``."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller.rpc import Code
+from fray_jupyter.controller.rpc_error import Code
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, job_pb2
 from tests.controller_harness import launch_request
 from tests.service_core import Core, refused, run, zip_bundle
@@ -89,7 +89,7 @@ def test_scopes_list_roots_or_one_jobs_children_with_has_children(tmp_path: Path
 
 
 def test_success_ends_the_jobs_below_and_a_failure_does_by_the_preemption_policy(tmp_path: Path) -> None:
-    """Iris's rule (``controller.trees``): SUCCEEDED always ends them; FAILED only under
+    """Iris's rule (``controller.kernel.trees``): SUCCEEDED always ends them; FAILED only under
     TERMINATE_CHILDREN, the default of a one-task job; a two-task job preserves them."""
     async def body(core: Core) -> None:
         cases = {"quick": ("sleep 0.3", 1), "broken": ("sleep 0.3; exit 3", 1), "pair": ("sleep 0.3; exit 3", 2)}

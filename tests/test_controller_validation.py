@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
-from fray_jupyter.controller.rpc import Code, RpcError
-from fray_jupyter.controller.validation import MAX_BUNDLE_SIZE_BYTES, job_id_user, validate_launch
+from fray_jupyter.controller.api.validation import MAX_BUNDLE_SIZE_BYTES, job_id_user, validate_launch
+from fray_jupyter.controller.rpc_error import Code, RpcError
 from fray_jupyter.iris.proto import controller_pb2, time_pb2
 from tests.controller_harness import launch_request
 
@@ -71,7 +71,7 @@ def test_a_child_named_by_an_integer_is_refused_naming_the_task_it_would_be(name
 
 
 def test_long_error_messages_are_cut_but_say_so() -> None:
-    from fray_jupyter.controller.rpc import MAX_MESSAGE_LENGTH, Code, RpcError
+    from fray_jupyter.controller.rpc_error import MAX_MESSAGE_LENGTH, Code, RpcError
 
     error = RpcError(Code.NOT_FOUND, "job " + "x" * 10_000 + " not found")
     assert len(error.message) < MAX_MESSAGE_LENGTH + 40 and error.message.endswith("more characters)")

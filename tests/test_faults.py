@@ -281,7 +281,7 @@ def test_kill_9_at_random_points_under_load_loses_nothing(tmp_path: Path) -> Non
 # -- disk cap reached -----------------------------------------------------------------------------
 def test_the_state_dir_reaching_its_cap_drops_the_oldest_finished_jobs_files(tmp_path: Path) -> None:
     from fray_jupyter.controller.manage import admin_call
-    from fray_jupyter.controller.retention import tree_bytes
+    from fray_jupyter.controller.store.retention import tree_bytes
 
     cap = 6 * 2**20
     controller = start_controller(tmp_path / "state", "--slots", "2", "--max-state-size", str(cap),

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fray_jupyter.controller.rpc import METHODS
+from fray_jupyter.controller.api.methods import METHODS
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly
 
@@ -29,8 +29,8 @@ J = job_pb2
 BLOCKER = "/fuzz/hold-the-only-slot"
 LAUNCH = next(method for method in METHODS if method.name == "LaunchJob")
 # FAILED_PRECONDITION: as Iris, a job no scaling group of the cluster profile can host is refused
-# at submission ("Job <id> is unschedulable: ..."; controller/cluster.py). PERMISSION_DENIED: a band above
-# the user's max band (controller/budget.py).
+# at submission ("Job <id> is unschedulable: ..."; controller/engine/cluster.py). PERMISSION_DENIED: a band above
+# the user's max band (controller/engine/budgets.py).
 ALLOWED_LAUNCH = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.PERMISSION_DENIED,
                   grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.FAILED_PRECONDITION}
 UNSCHEDULABLE = b" is unschedulable: "

@@ -18,8 +18,8 @@ import grpc
 import httpx
 import pytest
 
-from fray_jupyter.controller.rpc import METHODS
-from fray_jupyter.controller.validation import MAX_BUNDLE_SIZE_BYTES
+from fray_jupyter.controller.api.methods import METHODS
+from fray_jupyter.controller.api.validation import MAX_BUNDLE_SIZE_BYTES
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from tests.controller_harness import (
     ControllerProcess,

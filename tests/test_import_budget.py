@@ -20,7 +20,7 @@ import pytest
 from tests.import_graph import loaded_by, modules
 
 HEAVY: Final = ("pydantic", "httpx", "grpc", "uvicorn", "ipywidgets", "IPython", "jupyter_server", "cloudpickle",
-                "pyarrow", "fray_jupyter.resources.config", "fray_jupyter.planning", "fray_jupyter.controller.server")
+                "pyarrow", "fray_jupyter.resources.config", "fray_jupyter.planning", "fray_jupyter.controller.startup")
 """What costs a start-up: large libraries, the pydantic models, the plan, the controller's server."""
 MODELS: Final = frozenset({"pydantic", "cloudpickle", "fray_jupyter.resources.config"})
 NETWORK: Final = frozenset({"httpx", "grpc"})
@@ -49,9 +49,9 @@ BUDGET: Final[dict[str, frozenset[str]]] = {
     "fray_jupyter.client.transport": NETWORK,
     "fray_jupyter.client.handle": NETWORK,
     "fray_jupyter.controller": frozenset(),
-    "fray_jupyter.controller.grpc_server": frozenset({"grpc"}),
-    "fray_jupyter.controller.server": frozenset({"grpc", "uvicorn", "fray_jupyter.controller.server"}),
-    "fray_jupyter.controller.__main__": frozenset({"grpc", "uvicorn", "fray_jupyter.controller.server"}),
+    "fray_jupyter.controller.transport.grpc_server": frozenset({"grpc"}),
+    "fray_jupyter.controller.startup": frozenset({"grpc", "uvicorn", "fray_jupyter.controller.startup"}),
+    "fray_jupyter.controller.__main__": frozenset({"grpc", "uvicorn", "fray_jupyter.controller.startup"}),
     "fray_jupyter.server": NETWORK | {"jupyter_server"},
     "fray_jupyter.magics": frozenset({"IPython"}),
     "fray_jupyter.magics.submission": MODELS | {"IPython", "fray_jupyter.planning"},
@@ -90,8 +90,8 @@ MEASURED: Final[dict[str, frozenset[str]]] = {
     "fray_jupyter": frozenset(),
     "fray_jupyter.client": frozenset(),
     "fray_jupyter.server": frozenset({"httpx", "grpc", "jupyter_server"}),
-    "fray_jupyter.controller.validation": frozenset(),
-    "fray_jupyter.controller.engine": frozenset(),
+    "fray_jupyter.controller.api.validation": frozenset(),
+    "fray_jupyter.controller.engine.engine": frozenset(),
     "fray_jupyter.client.errors": frozenset(),
     "fray_jupyter.iris.states": frozenset(),
 }
@@ -106,6 +106,24 @@ def test_importing_a_light_module_loads_only_its_budget(module: str) -> None:
     loaded = heavy_in(set(json.loads(result.stdout)))
     assert loaded <= MEASURED[module], f"importing {module} loads {sorted(loaded - MEASURED[module])}"
 
+
+KERNEL: Final = "fray_jupyter.controller.kernel"
+KERNEL_NEVER_LOADS: Final = frozenset({"sqlite3", "subprocess", "asyncio.subprocess"})
+"""The controller's kernel is its pure rules: no database, no processes (``tests/test_layers.py`` holds
+its imports to the kernel; this holds what they load, third-party imports included)."""
+
+
+def test_importing_the_controllers_kernel_loads_no_database_and_no_processes() -> None:
+    kernel = sorted(module for module in modules() if module == KERNEL or module.startswith(KERNEL + "."))
+    code = f"import json, sys; import {', '.join(kernel)}; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            cwd=Path(__file__).parent.parent, check=False)
+    assert result.returncode == 0, result.stderr
+    loaded = set(json.loads(result.stdout))
+    assert f"{KERNEL}.transitions" in loaded and f"{KERNEL}.scheduler" in loaded
+    assert sorted(loaded & KERNEL_NEVER_LOADS) == []
+    assert sorted(name for name in loaded if name.startswith("fray_jupyter.controller.")
+                  and not name.startswith(KERNEL)) == []
 
 def test_the_server_extension_loads_neither_pydantic_nor_the_plan() -> None:
     """The REST proxy only forwards Iris messages: no model, no planning tables, no uvicorn."""

@@ -4,7 +4,11 @@
 (``actors``, beside it on the client); the surfaces
 (``widgets``, ``magics``, ``server``, ``cli``, ``flags``, ``fray_protocol``, the package root) on
 top. A module imports only its own layer and those its layer lists; nothing imports a surface but
-a surface; and no two modules import each other when imported, directly or round a circle."""
+a surface; and no two modules import each other when imported, directly or round a circle.
+
+Inside the controller the same rule holds between its packages (``CONTROLLER_ALLOWED``): transport →
+api → engine → stats → runtime and store → kernel, and the kernel loads no database and no process
+machinery."""
 
 from __future__ import annotations
 
@@ -12,7 +16,9 @@ import re
 from pathlib import Path
 from typing import Final
 
-from tests.import_graph import PACKAGE, imports, modules
+import pytest
+
+from tests.import_graph import PACKAGE, imports, loaded_by, modules
 
 BASE: Final = frozenset({"lazy", "runtime_file", "file_lock", "vocabulary"})
 """Helpers every layer may use (lazy exports, the controller's runtime file format, file locks, the one display
@@ -35,6 +41,30 @@ it may import."""
 SURFACES: Final = frozenset({"widgets", "magics", "server", "cli", "flags", "fray_protocol", "task", "session", ""})
 """May import any layer (``""`` is the package root; ``task`` is what a running task calls; ``session``
 is the engine a session's tasks serve and the kernel's merge of their results)."""
+
+
+CONTROLLER: Final = f"{PACKAGE}.controller"
+CONTROLLER_ALLOWED: Final[dict[str, frozenset[str]]] = {
+    "kernel": frozenset(),
+    # the store reads and writes the kernel's plain rows, and knows none of its rules
+    "store": frozenset({"kernel.rows"}),
+    "runtime": frozenset({"kernel"}),
+    "stats": frozenset({"store", "runtime", "kernel"}),
+    "engine": frozenset({"stats", "store", "runtime", "kernel"}),
+    "api": frozenset({"engine", "stats", "store", "runtime", "kernel"}),
+    # the transports know the wire and the caller (``api.methods``, ``api.caller``, ``runtime.peer``), never a job
+    "transport": frozenset({"api.methods", "api.caller", "runtime.peer"}),
+    "rpc_error": frozenset(),
+}
+"""Each part of the controller (a package, or a module beside them) → what of the other parts it may
+import: a part, or one module of it. A part always imports itself and ``CONTROLLER_SHARED``."""
+CONTROLLER_SHARED: Final = frozenset({"rpc_error"})
+"""What every part of the controller may raise: the status codes and ``RpcError``."""
+CONTROLLER_TOP: Final = frozenset({"", "__main__", "startup", "lifecycle", "manage", "iris_local"})
+"""The controller as a process (start-up, its idle rule, its admin verbs, the genuine-Iris twin; ``""``
+is the package itself): it may import any part of it."""
+PURE_KERNEL_FORBIDS: Final = ("sqlite3", "subprocess", "asyncio")
+"""What no kernel module loads, even through the modules it imports: a database, processes, an event loop."""
 
 
 def layer(module: str) -> str:
@@ -107,6 +137,58 @@ def test_the_rule_catches_an_upward_import() -> None:
     assert "fray_jupyter.iris.states" in own_imports("fray_jupyter.views.job")
     assert layer("fray_jupyter.planning") not in ALLOWED["client"]
 
+
+# -- the controller's packages -----------------------------------------------------------------------
+def part(module: str) -> str:
+    """``fray_jupyter.controller.kernel.rows`` → ``"kernel.rows"``; the controller itself → ``""``."""
+    return module.removeprefix(CONTROLLER).lstrip(".")
+
+
+def allows(importer: str, imported: str) -> bool:
+    """Whether the controller's module ``importer`` may import its module ``imported`` (both as ``part``)."""
+    mine, theirs = importer.partition(".")[0], imported.partition(".")[0]
+    if mine in CONTROLLER_TOP or theirs == mine or theirs in CONTROLLER_SHARED:
+        return True
+    return any(imported == rule or imported.startswith(rule + ".") for rule in CONTROLLER_ALLOWED[mine])
+
+
+def controller_modules() -> list[str]:
+    """Every module of the controller, as ``part``."""
+    return sorted(part(m) for m in modules() if m == CONTROLLER or m.startswith(CONTROLLER + "."))
+
+
+def test_every_controller_module_has_a_part() -> None:
+    unknown = sorted({m.partition(".")[0] for m in controller_modules()} - set(CONTROLLER_ALLOWED) - CONTROLLER_TOP)
+    assert unknown == [], f"give these parts of the controller a place in CONTROLLER_ALLOWED or CONTROLLER_TOP: {unknown}"
+
+
+def test_the_controllers_packages_import_only_downward() -> None:
+    against = [f"{module} -> {part(name)}" for module in controller_modules()
+               for name in sorted(own_imports(f"{CONTROLLER}.{module}".rstrip(".")))
+               if name.startswith(CONTROLLER + ".") and not allows(module, part(name))]
+    assert against == [], "imports against the controller's package rule:\n" + "\n".join(against)
+
+
+def test_the_controller_rule_catches_an_upward_import() -> None:
+    """Not vacuous: the engine imports the kernel and the store reads the kernel's rows, but a kernel
+    module importing the store, or the store importing a kernel rule, breaks the rule."""
+    assert "fray_jupyter.controller.kernel.transitions" in own_imports("fray_jupyter.controller.engine.engine")
+    assert "fray_jupyter.controller.kernel.rows" in own_imports("fray_jupyter.controller.store.store")
+    assert not allows("kernel.transitions", "store.store")
+    assert not allows("store.store", "kernel.transitions")
+    assert not allows("transport.rpc", "engine.engine")
+    assert allows("api.service", "engine.engine") and allows("startup", "transport.rpc")
+
+
+@pytest.mark.parametrize("module", [m for m in controller_modules() if m.startswith("kernel")])
+def test_the_kernel_loads_no_database_processes_or_event_loop(module: str) -> None:
+    """From the source, following our modules' import-time imports (``test_import_budget`` imports
+    it in a fresh interpreter too)."""
+    loaded = loaded_by(f"{CONTROLLER}.{module}")
+    assert sorted(name for name in loaded if name.partition(".")[0] in PURE_KERNEL_FORBIDS) == []
+    outside = sorted(name for name in loaded if name.startswith(CONTROLLER + ".")
+                     and part(name).partition(".")[0] not in {"kernel", *CONTROLLER_SHARED})
+    assert outside == [], f"{module} loads parts of the controller outside the kernel"
 
 # -- the drawing -------------------------------------------------------------------------------------
 DRAWN_IN: Final = Path(__file__).resolve().parents[1] / "docs" / "development.md"

@@ -16,7 +16,7 @@ from IPython.utils.capture import capture_output
 from fray_jupyter.client import FrayClient
 from fray_jupyter.client.handle import JobHandle
 from fray_jupyter.client.inspection import InspectionFailed, profile_request
-from fray_jupyter.controller import profiling
+from fray_jupyter.controller.runtime import profiling
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.magics import ControllerError
 from fray_jupyter.magics.inspect import InspectFailed

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fray_jupyter.controller import profiling
 from fray_jupyter.controller.iris_local import unavailable_reason
+from fray_jupyter.controller.runtime import profiling
 from fray_jupyter.iris.proto import job_pb2
 from tests.controller_harness import ControllerProcess, dump_showing, launch_request
 from tests.marin_cli import IRIS, CliRun, run_iris

@@ -329,7 +329,7 @@ def test_a_coordinator_submits_children_and_grandchildren_through_every_client(u
 
 def test_one_slot_runs_a_three_deep_tree_of_waiting_coordinators(tmp_path: Path) -> None:
     """``--slots 1``: the coordinator and its step each block in ``wait`` on the job below them;
-    the lending rule (``controller.scheduler``) lets every level run."""
+    the lending rule (``controller.kernel.scheduler``) lets every level run."""
     from fray_jupyter.iris.proto import job_pb2
 
     controller = start_controller(tmp_path / "state", "--slots", "1")

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 from pytest_jupyter.jupyter_server import *
 
-from fray_jupyter.controller import profiling
+from fray_jupyter.controller.runtime import profiling
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.runtime_file import ControllerInfo, runtime_file_path, write_runtime_file
 from tests.controller_harness import ControllerProcess, launch_request, start_controller, stop_quietly

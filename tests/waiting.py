@@ -4,7 +4,7 @@ another process (a controller, a genuine Iris cluster, a session's hosts).
 ``until(condition, what, feed=client)`` returns ``condition()``'s first true value. Between checks it
 waits on the product's own signal where there is one: given ``feed`` (a ``FrayClient`` of an
 embedded controller over Connect) it long-polls that controller's change feed (``WaitForChanges``,
-``controller/changes.py``), so it checks again as soon as a job, a task or a log line changes, and at
+``controller/transport/changes.py``), so it checks again as soon as a job, a task or a log line changes, and at
 least every ``FEED_WAIT_S`` for a condition on anything else. Without a feed (a genuine Iris, a
 session host, a controller reached over gRPC) it checks again every ``POLL_S``. It fails naming
 ``what`` and the last value seen after ``HANG_GUARD_S``: a guard against a hang, never a measure of

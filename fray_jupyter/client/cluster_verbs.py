@@ -28,7 +28,7 @@ M = TypeVar("M", bound=Message)
 
 
 class Changes(NamedTuple):
-    """One answer of the embedded controller's change feed (``controller.changes``)."""
+    """One answer of the embedded controller's change feed (``controller.transport.changes``)."""
 
     epoch: str
     revision: int

@@ -1,7 +1,7 @@
 """Task status text — what a running task reports about itself (Levanter: step/total, loss, MFU, ETA
 and its W&B link) — read as Iris's dashboard reads it: SQL over finelog's ``iris.task_status``
 namespace through the controller's ``StatsService.Query`` proxy. A real Iris controller proxies its
-finelog there; the embedded controller answers from its own store (``controller.taskstatus``).
+finelog there; the embedded controller answers from its own store (``controller.api.taskstatus``).
 
 Rules:
 

@@ -4,6 +4,6 @@
 
 import sys
 
-from fray_jupyter.controller.server import main
+from fray_jupyter.controller.startup import main
 
 sys.exit(main())

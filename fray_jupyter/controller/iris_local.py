@@ -264,9 +264,9 @@ def _shorten_idle_threshold(cluster: Any, seconds: float) -> None:
 
 def _lower_endpoint_lease_floor(environ: MutableMapping[str, str]) -> None:
     """Tests only: with ``$FRAY_MIN_ENDPOINT_LEASE_S`` set, grant endpoint leases that short, as the
-    embedded controller does (``controller.endpoints``): Iris's 3-minute floor is a module constant of
+    embedded controller does (``controller.engine.endpoint_registry``): Iris's 3-minute floor is a module constant of
     its endpoint service, read at each registration."""
-    from fray_jupyter.controller.endpoints import MIN_LEASE_ENV, MIN_LEASE_MS, lease_floor_ms
+    from fray_jupyter.controller.engine.endpoint_registry import MIN_LEASE_ENV, MIN_LEASE_MS, lease_floor_ms
 
     floor = lease_floor_ms(environ)
     asked = environ.pop(MIN_LEASE_ENV, None)  # the controller's setting: its tasks (Iris passes its env on) never see it

@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 
 from google.protobuf.message import Message
 
-from fray_jupyter.controller.rpc import Answer, Invoke, Method
+from fray_jupyter.controller.api.methods import Method
+from fray_jupyter.controller.transport.rpc import Answer, Invoke
 from fray_jupyter.runtime_file import IDLE_ENV
 
 _LOG = logging.getLogger(__name__)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from fray_jupyter.controller.retention import Policy, Retention
-from fray_jupyter.controller.store import Store
+from fray_jupyter.controller.store.retention import Policy, Retention
+from fray_jupyter.controller.store.store import Store
 from fray_jupyter.runtime_file import (
     ControllerInfo,
     process_alive,

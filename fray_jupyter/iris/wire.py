@@ -75,7 +75,7 @@ FETCH_LOGS_PATH: Final[str] = proxied(method_path(LOG_SERVICE, "FetchLogs"))
 STATS_QUERY_PATH: Final[str] = proxied(method_path(STATS_SERVICE, "Query"))
 """Where Iris's dashboard reads status text: finelog's ``StatsService.Query`` through the proxy."""
 CHANGE_FEED_PATH: Final[str] = method_path("fray.jupyter.ChangeFeed", "WaitForChanges")
-"""The embedded controller's long poll for job changes (``controller.changes``)."""
+"""The embedded controller's long poll for job changes (``controller.transport.changes``)."""
 CLUSTER_PROFILE_PATH: Final[str] = method_path("fray.jupyter.ClusterProfile", "GetClusterProfile")
 """The embedded controller's report of its own cluster profile as JSON (``cluster.profile.profile_to_json``),
 so ``fit()`` applies the exact profile, not only what the wire tells."""

@@ -50,7 +50,7 @@ def dry_run(plan: Plan, client: FrayClient | None, *, embedded: bool) -> tuple[s
     """``--dry-run``'s fit line and budget picture: asked of ``client``; with none and the cell for the
     embedded controller (``embedded``: none runs yet), read from the profile it would apply."""
     from fray_jupyter.client.budget import NOT_RUNNING, budget
-    from fray_jupyter.controller.cluster import read_embedded_fit
+    from fray_jupyter.controller.engine.cluster import read_embedded_fit
 
     if client is None and embedded and not plan.errors:
         result, source = read_embedded_fit(plan)

@@ -1,6 +1,6 @@
 """REST handlers for looking inside a running task, under ``<base_url>/fray/jobs/<id>/tasks/<index>/``
 (the rules of ``server.handlers`` hold: authenticated verbs, JSON errors, one percent-encoded job
-id segment). The controller decides who may: only the job's owner (``controller.inspection``), so
+id segment). The controller decides who may: only the job's owner (``controller.api.inspector``), so
 another user's job is 403 ``permission_denied`` here too.
 
 * ``POST …/profile?kind=cpu|memory|threads&seconds=N&format=F&attempt=A``: the capture itself, with

@@ -14,7 +14,7 @@ import pytest
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.controller import iris_local
-from fray_jupyter.controller.endpoints import MIN_LEASE_ENV
+from fray_jupyter.controller.engine.endpoint_registry import MIN_LEASE_ENV
 from fray_jupyter.iris.placement_workers import warm_workers
 from tests.controller_harness import start_controller, stop_quietly
 from tests.waiting import until

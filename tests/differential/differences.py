@@ -22,7 +22,7 @@ Kept: the embedded controller's form is meant for people; nothing parses either.
 _CACHES = ("Kept: Iris points the task at its container mounts (/hf/cache, /cargo — "
            "iris.cluster.runtime.env.STANDARD_MOUNTS) and copies uv's files out of its shared cache "
            "(UV_LINK_MODE=copy); on the embedded controller those paths do not exist and the uv cache is its own "
-           "(UV_CACHE_DIR and the venv variables are set, by controller/setup.py), so tasks use the user's caches.")
+           "(UV_CACHE_DIR and the venv variables are set, by controller/runtime/task_setup.py), so tasks use the user's caches.")
 _TPU_INIT = ("Kept: Iris tells JAX to use the TPU it placed the task on; the embedded controller (and this "
              "machine) has no TPU, so forcing TPU init would make every JAX task fail. (The twin sets it too, "
              "with no TPU: its tasks would fail the same way if they imported JAX.)")

@@ -30,7 +30,7 @@ import pytest
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.status_text import StatusText
 from fray_jupyter.cluster.profile import load_profile
-from fray_jupyter.controller import scheduler
+from fray_jupyter.controller.kernel import scheduler
 from fray_jupyter.iris.placement import launch_refusal
 from fray_jupyter.iris.placement_workers import pending_reason
 from fray_jupyter.iris.proto import controller_pb2, job_pb2

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fray_jupyter.client.client import FrayClient
-from fray_jupyter.controller.exits import EXECUTION_TIMEOUT
+from fray_jupyter.controller.kernel.exits import EXECUTION_TIMEOUT
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
