@@ -32,7 +32,7 @@ def ip(controller: ControllerProcess) -> InteractiveShell:
 
 def test_the_request_is_shown_and_the_job_resubmitted(ip: InteractiveShell, client: FrayClient) -> None:
     request = launch_request("sent-once", "echo $GREETING", user=USER)
-    request.environment.env_vars.update({"GREETING": "hello", "HF_TOKEN": "hf_secret_value"})
+    request.environment.env_vars["GREETING"] = "hello"
     job = client.submit(request)
     client.wait(job, timeout=60)
     with capture_output() as captured:
@@ -40,13 +40,25 @@ def test_the_request_is_shown_and_the_job_resubmitted(ip: InteractiveShell, clie
     (shown,) = captured.outputs
     text = shown.data["text/plain"]
     assert text.startswith(f"request of /{USER}/sent-once:") and "GREETING=hello" in text
-    assert "HF_TOKEN=[REDACTED]" in text and "hf_secret_value" not in shown.data["text/html"]
     with capture_output() as captured:
         panel = ip.run_line_magic("fray", "resubmit sent-once")
     assert captured.stdout.strip() == f"resubmitted /{USER}/sent-once as /{USER}/sent-once-r2"
     assert isinstance(panel, JobStatusPanel) and panel.job_id == f"/{USER}/sent-once-r2"
     assert panel.join(timeout=60) and panel.state == "succeeded"
     assert "hello" in panel.lines[-1]
+
+
+def test_a_secret_is_shown_redacted_and_never_resent(ip: InteractiveShell, client: FrayClient) -> None:
+    request = launch_request("with-secret", "true", user=USER)
+    request.environment.env_vars["HF_TOKEN"] = "hf_secret_value"
+    client.wait(client.submit(request), timeout=60)
+    with capture_output() as captured:
+        assert ip.run_line_magic("fray", "status with-secret --request") is None
+    (shown,) = captured.outputs
+    assert "HF_TOKEN=[REDACTED]" in shown.data["text/plain"] and "hf_secret_value" not in shown.data["text/html"]
+    with pytest.raises(ControllerError, match="returned the values of HF_TOKEN redacted") as raised:
+        ip.run_line_magic("fray", "resubmit with-secret")
+    assert "re-run the cell" in str(raised.value)
 
 
 def test_a_cell_job_runs_again_with_its_cell(ip: InteractiveShell) -> None:

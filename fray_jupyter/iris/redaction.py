@@ -1,6 +1,6 @@
 """How Iris redacts a job's environment when it shows a stored request (``GetJobStatus`` answers
-with it redacted; ``iris job describe`` prints that), restated so every surface shows a request the
-same way whichever controller answered — the embedded one stores it as sent.
+with it redacted; ``iris job describe`` prints that), restated so the embedded controller answers
+``GetJobStatus`` as Iris does and every surface shows a request the same way.
 
 Rules (marin-iris's ``cluster/redaction.py`` over ``rigging.redaction``; the tests hold this module
 to them on many keys and values):

@@ -8,8 +8,9 @@ Rules:
   ``setup_scripts``), the resources of each task and the replicas, the constraints as sent, the
   coscheduling key, the priority band, the retry limits and timeouts, the image, the ports, and the
   environment: each env var and secret as Iris shows a stored request (``iris.redaction``: secrets
-  and credential-looking values read ``[REDACTED]``), whichever controller answered — the embedded
-  one keeps them as sent. A field left at its default is left out.
+  and credential-looking values read ``[REDACTED]``), whichever controller answered (Iris and the
+  embedded controller answer them redacted already; a peer that did not is shown the same). A field
+  left at its default is left out.
 * Argv are joined as a POSIX shell would read them (``shlex.join``); the submit command also passes
   through Iris's text redaction (prefixed and high-entropy secrets).
 * HTML escapes every value; the text form is for a terminal (``%fray status --request``).

@@ -1,7 +1,7 @@
 """Resubmit (``client.resubmit``) on the embedded controller and on a genuine Iris (the twin): the
-stored request comes back the same on both (but for the redaction Iris applies to a stored request's
-environment), is sent again under ``-r2`` and runs again on both; and where the twin returned a value
-redacted, resubmit refuses in one line naming it, sending nothing, rather than send ``[REDACTED]``."""
+stored request comes back the same on both, its environment redacted as Iris redacts it, is sent again
+under ``-r2`` and runs again on both; and where a value came back redacted, resubmit refuses in one line
+naming it, sending nothing, rather than send ``[REDACTED]``."""
 
 from __future__ import annotations
 
@@ -34,20 +34,20 @@ def test_a_job_runs_again_under_a_fresh_name_on_both(twin: FrayClient, embedded:
     assert shown[twin.url] == shown[embedded.url]  # what the panel shows of it, the same on both
 
 
-def test_a_value_the_twin_returns_redacted_is_never_resent(twin: FrayClient, embedded: FrayClient) -> None:
+def test_a_value_returned_redacted_is_never_resent_on_either(twin: FrayClient, embedded: FrayClient) -> None:
     request = launch_request("with-token", "true", user=USER)
     request.environment.env_vars.update({"HF_TOKEN": "hf_not_for_display", "MODE": "fast"})
-    job = twin.submit(request)
-    stored = twin.job(job).request.environment
-    assert dict(stored.env_vars)["HF_TOKEN"] == REDACTED  # Iris redacts a stored request's env
-    assert redact_env(request.environment.env_vars, {})[0] == {
-        name: value for name, value in stored.env_vars.items() if name in request.environment.env_vars}
-    with pytest.raises(ResubmitRefused, match=r"^cannot resubmit /resubmit/with-token: the controller returned the "
-                                              r"values of HF_TOKEN redacted"):
-        resubmit(twin, job)
-    assert [j.job_id for j in twin.list(user=USER, name_filter="with-token-r").jobs] == []
-    # the embedded controller returns the request as sent (a listed difference: Iris redacts it), so there
-    # resubmit sends the real value; what the panel shows is redacted on both (views.request)
-    kept = embedded.submit(request)
-    assert dict(embedded.job(kept).request.environment.env_vars)["HF_TOKEN"] == "hf_not_for_display"
-    assert "HF_TOKEN=[REDACTED]" in "\n".join(request_text(embedded.job(kept).request))
+    request.environment.secrets["WANDB_API_KEY"] = "wandb-secret"
+    stored = {}
+    for client in (twin, embedded):
+        job = client.submit(request)
+        environment = client.job(job).request.environment
+        stored[client.url] = (dict(environment.env_vars), dict(environment.secrets))
+        with pytest.raises(ResubmitRefused, match=r"^cannot resubmit /resubmit/with-token(-\d+)?: the controller "
+                                                  r"returned the values of HF_TOKEN, WANDB_API_KEY redacted"):
+            resubmit(client, job)
+        assert [j.job_id for j in client.list(user=USER, name_filter="with-token-r").jobs] == []
+    # Iris redacts a stored request's environment; so does the embedded controller, by the same rule
+    assert stored[twin.url] == stored[embedded.url] == redact_env(request.environment.env_vars,
+                                                                  request.environment.secrets)
+    assert (stored[twin.url][0]["HF_TOKEN"], stored[twin.url][0]["MODE"]) == (REDACTED, "fast")

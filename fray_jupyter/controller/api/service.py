@@ -66,6 +66,7 @@ from fray_jupyter.controller.store.store import Descendant, Store
 from fray_jupyter.iris.highlights import ROOT_CAUSE_LOG_TAIL, ROOT_CAUSE_STATES, root_cause_highlights
 from fray_jupyter.iris.loglines import min_level_value
 from fray_jupyter.iris.proto import controller_pb2, finelog_logging_pb2, finelog_stats_pb2, job_pb2
+from fray_jupyter.iris.redaction import redact_env
 from fray_jupyter.iris.states import TERMINAL_JOB_STATES, parent_job_id, task_id_for
 
 C = controller_pb2.Controller
@@ -175,13 +176,21 @@ class ControllerService:
         return path
 
     def get_job_status(self, request: C.GetJobStatusRequest) -> C.GetJobStatusResponse:
-        """The job's status and the request it was launched with (without file payloads)."""
+        """The job's status and the request it was launched with, as Iris answers it: without file
+        payloads, its environment redacted (every secret's value, credential-looking env vars:
+        ``iris.redaction``), so whoever may read a job's status never reads its secrets."""
         job = self._job(request.job_id)
         counts = self.store.task_state_counts([job.job_id])[job.job_id]
         launched = self.store.launch_request(job.job_id)
         if launched is None:  # the row was read just above, in this same turn of the event loop
             raise RpcError(Code.NOT_FOUND, f"Job {job.job_id} not found")
         launched.entrypoint.ClearField("workdir_files")
+        environment = launched.environment
+        env_vars, secrets = redact_env(environment.env_vars, environment.secrets)
+        environment.env_vars.clear()
+        environment.env_vars.update(env_vars)
+        environment.secrets.clear()
+        environment.secrets.update(secrets)
         status = messages.job_status(job, counts, self.engine.pending_reason(job.job_id),
                                   has_children=bool(self.store.parents_among([job.job_id])),
                                   parent_job_id=job.parent_job_id)
