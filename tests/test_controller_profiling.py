@@ -41,6 +41,19 @@ def test_a_cpu_profile_and_a_dump_name_the_hot_function(busy: subprocess.Popen[b
     assert state != "T"  # SIGCONT after py-spy
 
 
+@pytest.mark.skipif(profiling.tool("py-spy") is None, reason="py-spy is not installed")
+def test_a_dump_is_plain_text_under_a_kernel_that_forces_colour(busy: subprocess.Popen[bytes],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLICOLOR_FORCE", "1")  # as a Jupyter kernel that started the controller sets it
+
+    def shown() -> bytes | None:
+        found = asyncio.run(profiling.capture(busy.pid, J.ProfileType(threads=J.ThreadsProfile()), 1))
+        return found if b"hot_spot" in found else None
+
+    dump = until(shown, "a thread dump shows hot_spot")
+    assert b"\x1b[" not in dump, dump
+
+
 @pytest.mark.parametrize(("profile_type", "check"), [
     (J.ProfileType(cpu=J.CpuProfile()), lambda data: data.startswith(b"<svg") and b"no CPU profile: why" in data),
     (J.ProfileType(cpu=J.CpuProfile(format=J.CpuProfile.SPEEDSCOPE)), lambda data: json.loads(data)["profiles"] == []),

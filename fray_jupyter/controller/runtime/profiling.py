@@ -256,12 +256,23 @@ def resume(pid: int) -> None:
         os.killpg(os.getpgid(pid), signal.SIGCONT)
 
 
+COLOUR_FORCING: Final[tuple[str, ...]] = ("CLICOLOR_FORCE", "FORCE_COLOR")
+"""Variables that make a tool colour its text even into a pipe (a Jupyter kernel sets one, and a
+controller it starts inherits it)."""
+
+
+def plain_env() -> dict[str, str]:
+    """The controller's environment without ``COLOUR_FORCING`` and with ``NO_COLOR=1``: a capture is
+    plain text, never terminal escapes."""
+    return {**{name: value for name, value in os.environ.items() if name not in COLOUR_FORCING}, "NO_COLOR": "1"}
+
+
 async def run_bounded(argv: list[str], timeout_s: int) -> tuple[int, bytes, str]:
-    """Run ``argv`` in its own process group; past ``timeout_s`` the group is killed and this
-    raises ``ProfileError``. Returns (exit code, stdout, stderr text)."""
+    """Run ``argv`` in its own process group, in ``plain_env()``; past ``timeout_s`` the group is
+    killed and this raises ``ProfileError``. Returns (exit code, stdout, stderr text)."""
     process = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True)
+        start_new_session=True, env=plain_env())
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(), timeout_s)
     except TimeoutError:
