@@ -43,7 +43,7 @@ from bench.actors import median_call_ms
 from bench.results import Figure, record
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.inspection import InspectionFailed
-from fray_jupyter.controller import profiling
+from fray_jupyter.controller.runtime import profiling
 from tests.controller_harness import launch_request, start_controller, stop_quietly
 
 BENCH: Final[str] = "inspection"

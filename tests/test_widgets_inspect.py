@@ -15,7 +15,7 @@ import pytest
 
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.inspection import InspectionFailed, Profile
-from fray_jupyter.controller import profiling
+from fray_jupyter.controller.runtime import profiling
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig

@@ -71,6 +71,8 @@ class Cluster:
         self.profile = profile
         self.started_ms = int(time.time() * 1000)
         self._workers = warm_workers(profile)
+        self._statuses: dict[str, C.WorkerHealthStatus] = {}
+        self._groups: vm_pb2.AutoscalerStatus | None = None
 
     def check_launch(self, request: C.LaunchJobRequest) -> None:
         """Raise Iris's LaunchJob refusal for a job no group can ever host."""
@@ -112,9 +114,11 @@ class Cluster:
     def autoscaler_status(self, request: C.GetAutoscalerStatusRequest) -> C.GetAutoscalerStatusResponse:
         """Every group of the profile, its warm slices ready (``backend_id`` is ignored: one backend)."""
         del request
-        status = vm_pb2.AutoscalerStatus(groups=[self._group_status(g) for g in self.profile.groups],
-                                         last_evaluation=time_pb2.Timestamp(epoch_ms=int(time.time() * 1000)))
-        return C.GetAutoscalerStatusResponse(status=status)
+        if self._groups is None:  # a profile's groups never change: built once
+            self._groups = vm_pb2.AutoscalerStatus(groups=[self._group_status(g) for g in self.profile.groups])
+        answer = C.GetAutoscalerStatusResponse(status=self._groups)
+        answer.status.last_evaluation.epoch_ms = int(time.time() * 1000)
+        return answer
 
     def _worker(self, worker: Worker) -> C.WorkerHealthStatus:
         group = worker.group
@@ -141,10 +145,8 @@ class Cluster:
                 target.float_value = value
             else:
                 target.string_value = value
-        return C.WorkerHealthStatus(
-            worker_id=worker.worker_id, healthy=True, address="127.0.0.1", metadata=metadata,
-            last_heartbeat=time_pb2.Timestamp(epoch_ms=int(time.time() * 1000)), scale_group=group.name,
-        )
+        return C.WorkerHealthStatus(worker_id=worker.worker_id, healthy=True, address="127.0.0.1", metadata=metadata,
+                                    scale_group=group.name)
 
     def list_workers(self, request: C.ListWorkersRequest) -> C.ListWorkersResponse:
         """The warm slices' workers, filtered by ``query.contains`` (worker id) and paged by
@@ -156,5 +158,16 @@ class Cluster:
             matched.reverse()
         offset = max(query.offset, 0)
         page = matched[offset:offset + query.limit] if query.limit > 0 else matched[offset:]
-        return C.ListWorkersResponse(workers=[self._worker(w) for w in page], total_count=len(matched),
-                                     has_more=offset + len(page) < len(matched))
+        answer = C.ListWorkersResponse(workers=[self._status(w) for w in page], total_count=len(matched),
+                                       has_more=offset + len(page) < len(matched))
+        now_ms = int(time.time() * 1000)
+        for status in answer.workers:  # each worker is healthy now: its heartbeat is this answer's time
+            status.last_heartbeat.epoch_ms = now_ms
+        return answer
+
+    def _status(self, worker: Worker) -> C.WorkerHealthStatus:
+        """``worker``'s status, built once: a profile's workers never change (1,000 of them answer
+        in milliseconds)."""
+        if (status := self._statuses.get(worker.worker_id)) is None:
+            status = self._statuses[worker.worker_id] = self._worker(worker)
+        return status
