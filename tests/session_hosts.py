@@ -11,6 +11,7 @@ to a file. ``python -m tests.session_hosts REQUEST_FD REPLY_FD HOST`` is the hos
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -152,6 +153,29 @@ def on_every(gang: list[HostProcess], method: str, *args: Any, **kwargs: Any) ->
 def wait_until(condition: Callable[[], bool], what: str) -> None:
     """Until ``condition`` (a call to a host: hosts have no change feed) holds (``tests/waiting.py``)."""
     until(condition, what, hang_guard=HANG_GUARD)
+
+
+@contextmanager
+def interrupt_button(ready: Callable[[], bool], what: str) -> Iterator[None]:
+    """While the body runs a cell on the main thread: once ``ready`` holds (``what``), SIGINT to the main
+    thread, as Jupyter's interrupt button reaches a kernel. Meanwhile SIGINT's handler is Python's own
+    (``default_int_handler``), the one ipykernel installs while it runs a cell, whatever this test process
+    had (a process started in the background, or code an earlier test ran, may have left it ignored)."""
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def press() -> None:
+        wait_until(ready, what)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    presser = threading.Thread(target=press, daemon=True)
+    presser.start()
+    try:
+        yield
+    finally:
+        presser.join()
+        signal.signal(signal.SIGINT, previous)
 
 
 def _serve(request_fd: int, reply_fd: int, host: int) -> None:

@@ -6,7 +6,6 @@ session profile`` (every host at once), and the refusals."""
 from __future__ import annotations
 
 import re
-import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from fray_jupyter.client import FrayClient
 from fray_jupyter.iris.states import is_job_finished
 from tests.controller_harness import ControllerProcess
 from tests.jupyter_isolation import magics_controller, magics_shell
-from tests.session_hosts import wait_until
+from tests.session_hosts import interrupt_button, wait_until
 
 USER = "session-magic"
 NAME = "nb"
@@ -130,18 +129,9 @@ def test_the_interrupt_button_stops_the_cell_on_every_host_and_keeps_the_session
     from fray_jupyter.magics.session import SESSIONS
 
     session = SESSIONS[NAME]
-    main = threading.main_thread().ident
-    assert main is not None
-
-    def press_the_button() -> None:  # Jupyter's interrupt button: SIGINT to the kernel's main thread
-        wait_until(lambda: all(status.running for status in session.status()), "both hosts running the loop")
-        signal.pthread_kill(main, signal.SIGINT)
-
-    presser = threading.Thread(target=press_the_button, daemon=True)
-    presser.start()
-    with capture_output() as captured:
+    with (interrupt_button(lambda: all(status.running for status in session.status()), "both hosts running the loop"),
+          capture_output() as captured):
         result = ip.run_cell(f"%%fray --session {NAME}\nkept = 'yes'\nwhile True: pass\n")
-    presser.join()
     assert not result.success
     assert "[hosts 0, 1]" in captured.stdout + captured.stderr and "KeyboardInterrupt" in captured.stdout + captured.stderr
     assert repr(ip.run_cell_magic("fray", f"--session {NAME}", "kept")) == "'yes'"

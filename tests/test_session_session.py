@@ -25,7 +25,7 @@ from fray_jupyter.session.outputs import Output, Stream
 from fray_jupyter.session.session import Session, SessionLost
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
 from tests.real_iris import real_iris_controller
-from tests.session_hosts import wait_until
+from tests.session_hosts import interrupt_button, wait_until
 
 USER = "session-test"
 SMALL = ResourceConfig(cpu=0.5, ram="256m", disk="1g")
@@ -106,17 +106,8 @@ def test_an_exception_fails_the_cell_with_each_hosts_traceback(session: Session)
 
 def test_the_kernels_interrupt_stops_a_busy_loop_on_every_host_and_state_survives(session: Session) -> None:
     session.run("y = 'kept'")
-    main = threading.main_thread().ident
-    assert main is not None
-
-    def press_the_button() -> None:  # as Jupyter's interrupt button: SIGINT to the kernel's main thread
-        wait_until(lambda: all(status.running for status in session.status()), "both hosts running the loop")
-        signal.pthread_kill(main, signal.SIGINT)
-
-    presser = threading.Thread(target=press_the_button, daemon=True)
-    presser.start()
-    merged = session.run("while True: pass")
-    presser.join()
+    with interrupt_button(lambda: all(status.running for status in session.status()), "both hosts running the loop"):
+        merged = session.run("while True: pass")
     assert merged.failure is not None
     assert [(host, error.type) for host, error in merged.failure.errors] == [(0, "KeyboardInterrupt"),
                                                                            (1, "KeyboardInterrupt")]
@@ -236,18 +227,9 @@ def test_a_host_that_ignores_the_interrupt_is_named_and_the_session_waits_for_th
     stuck = _start(client, hosts=1)
     try:
         cell = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass\n"
-        main = threading.main_thread().ident
-        assert main is not None
-
-        def press_the_button() -> None:
-            wait_until(lambda: all(status.running for status in stuck.status()), "the host running the loop")
-            signal.pthread_kill(main, signal.SIGINT)
-
-        presser = threading.Thread(target=press_the_button, daemon=True)
-        presser.start()
         said: list[Output] = []
-        merged = stuck.run(cell, interrupt_bound=0.5, on_output=said.extend)
-        presser.join()
+        with interrupt_button(lambda: all(status.running for status in stuck.status()), "the host running the loop"):
+            merged = stuck.run(cell, interrupt_bound=0.5, on_output=said.extend)
         assert merged.failure is None and merged.hosts == ()
         assert f"session {stuck.name}: host 0 did not stop within 0.5 s" in _text(said)
         assert stuck.lost is None and stuck.status()[0].running  # nothing escalated by itself
