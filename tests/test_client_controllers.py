@@ -87,7 +87,8 @@ def _wait_running(client: FrayClient, job_id: str) -> None:
     until(lambda: client.status(job_id).state == job_pb2.JOB_STATE_RUNNING, f"{job_id} running", feed=client)
 
 
-def test_two_replica_job_runs_to_success_with_logs(client: FrayClient, tmp_path: Path) -> None:
+def test_two_replica_job_runs_to_success_with_logs(client: FrayClient, tmp_path: Path,
+                                                   request: pytest.FixtureRequest) -> None:
     job = _plan(tmp_path, "echo hello-$IRIS_TASK_ID; echo to-stderr >&2")
     job_id = client.submit(job)
     assert job_id == job.job_id
@@ -98,7 +99,13 @@ def test_two_replica_job_runs_to_success_with_logs(client: FrayClient, tmp_path:
 
     hello = [entry for entry in followed if entry.data.startswith("hello-")]
     tasks = {split_key(entry.key)[0] for entry in hello}
-    assert tasks == {f"{job_id}/0", f"{job_id}/1"}
+    both = {f"{job_id}/0", f"{job_id}/1"}
+    if request.node.callspec.params["client"] != "real-iris":
+        assert tasks == both
+    else:  # a genuine worker ships a task's lines on its own cadence: a follow that ended may miss the last ones,
+        # as Iris's own `job run` does ("draining logs (total_lines=0)"); they are read once shipped
+        until(lambda: {split_key(entry.key)[0] for entry in client.logs(job_id).entries
+                       if entry.data.startswith("hello-")} == both, f"both tasks' lines of {job_id}")
     for entry in hello:
         task_id, attempt = split_key(entry.key)
         assert entry.data.startswith(f"hello-{task_id}") and attempt == entry.attempt_id == 0

@@ -23,6 +23,7 @@ from fray_jupyter.controller.iris_local import unavailable_reason
 from tests.controller_harness import ControllerProcess, start_controller, stop_quietly
 from tests.marin_cli import IRIS, CliRun, run_iris, run_iris_process
 from tests.real_iris import real_iris_controller
+from tests.waiting import until
 
 USER = "marin-tools"
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None or not IRIS.exists(),
@@ -68,12 +69,20 @@ def job_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def test_job_run_streams_the_output_and_every_listing_shows_the_job(url: str, workspace: Path) -> None:
+def test_job_run_streams_the_output_and_every_listing_shows_the_job(url: str, workspace: Path,
+                                                                   request: pytest.FixtureRequest) -> None:
     name = job_name("hello")
     job_id = f"/{USER}/{name}"
     run = iris(url, "job", "run", "--job-name", name, "--", "sh", "-c", f"echo hello-{name}", cwd=workspace)
     assert run.returncode == 0, run.stdout
-    assert f"task={job_id}/0:0 | hello-{name}" in run.stdout and job_id in run.stdout
+    assert job_id in run.stdout
+    # the embedded controller has every line of an ended job; a genuine worker ships a task's lines on its own
+    # cadence, so Iris's own `job run` may end before they come ("draining logs (total_lines=0)") under load
+    streamed = f"task={job_id}/0:0 | hello-{name}" in run.stdout
+    assert streamed or request.node.callspec.params["url"] == "genuine", run.stdout
+    if not streamed:
+        until(lambda: f"| hello-{name}" in iris(url, "job", "logs", job_id, cwd=workspace).stdout,
+              f"the line of {job_id} shipped")
     listings = (
         (("job", "logs", job_id), f"task={job_id}/0 attempt=0 | hello-{name}"),
         (("job", "logs", "-f", job_id), f"| hello-{name}"),

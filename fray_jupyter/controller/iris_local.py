@@ -51,7 +51,9 @@ IRIS_VERSION: Final[str] = "0.2.227.dev40316220070"
 REQUIREMENT: Final[str] = f"marin-iris[controller]=={IRIS_VERSION}"
 DISTRIBUTIONS: Final[tuple[str, ...]] = ("marin-iris", "marin-finelog-server")
 """What ``--iris-local`` imports: Iris itself and the log server of its ``[controller]`` extra."""
-START_TIMEOUT: Final[float] = 60.0
+START_TIMEOUT: Final[float] = 180.0
+"""How long the child may take to print its URL: a hang guard (it exits with its error otherwise), long
+enough for a machine under load, where importing Iris alone has taken a minute."""
 STOP_TIMEOUT: Final[float] = 30.0
 IDLE_SECONDS: Final[float] = 30.0
 MARIN_MAX_SLICES: Final[int] = 2
