@@ -38,7 +38,7 @@ from tests.controller_harness import (
     stop_quietly,
 )
 from tests.fray_rest import Reply, fetch, job_path, jp_server_config, no_controller_env  # noqa: F401 - fixtures
-from tests.waiting import until
+from tests.waiting import HANG_GUARD_S, until
 
 HOSTILE_NAME = "<img_src=x_onerror=alert(1)>"
 """Submitted through plan(), which keeps Fray's no-spaces rule, so this is the closest hostile name it
@@ -285,7 +285,7 @@ def test_the_full_log_downloads_whole_in_chunks(http_server_client: Any, jp_base
     async def download() -> Any:
         return await http_server_client.fetch(f"{jp_base_url}fray/{job_path(job_id, 'logs', 'download')}",
                                               headers=jp_auth_header, streaming_callback=chunks.append,
-                                              request_timeout=120)
+                                              request_timeout=HANG_GUARD_S)
 
     response = jp_asyncio_loop.run_until_complete(download())
     assert response.code == 200 and response.headers["Content-Type"] == "text/plain; charset=utf-8"
@@ -510,7 +510,8 @@ def test_outputs_list_each_tasks_files_and_serve_them_safely(
 
     def get(path: str) -> Any:
         return jp_asyncio_loop.run_until_complete(http_server_client.fetch(
-            f"{jp_base_url}fray/{job_path(job_id, 'outputs', '0', path)}", headers=jp_auth_header, raise_error=False))
+            f"{jp_base_url}fray/{job_path(job_id, 'outputs', '0', path)}", headers=jp_auth_header, raise_error=False,
+            request_timeout=HANG_GUARD_S))
 
     text, svg, html, missing = get("metrics.txt"), get("plots/loss.svg"), get("page.html"), get("nope.txt")
     assert (text.code, text.body, text.headers["Content-Type"]) == (200, b"loss 0.25\n", "text/plain; charset=utf-8")
