@@ -1,5 +1,6 @@
 """The stats namespaces' rows (``controller.stats.stats``, ``statsstore``, ``stats.mirror``): kept durably,
-bounded by retention, gone with a replaced job, profiles recorded with Iris's values only."""
+bounded by retention, gone with a replaced job, profiles recorded with Iris's values only; each
+namespace's mirror versioned by its rows."""
 
 from __future__ import annotations
 
@@ -91,4 +92,21 @@ def test_rows_are_kept_at_least_an_hour_whatever_the_retention(tmp_path: Path) -
     assert stats.retention_ms == 3_600_000
     stats.keep_for(2)
     assert stats.retention_ms == 2 * 86_400_000
+    store.close()
+
+
+def test_a_namespace_s_version_moves_exactly_when_its_rows_change(tmp_path: Path) -> None:
+    store = Store(tmp_path / "controller.sqlite3")
+    stats = Stats(store, retention_days=1)
+    first = stats.mirror.snapshots()
+    assert {name: snapshot.rows for name, snapshot in first.items()} == dict.fromkeys(CATALOG, 0)
+    assert stats.mirror.snapshots() == first
+    stats.append("iris.task", "/u/j", [_sample("/u/j/0", NOW - 2 * 86_400_000), _sample("/u/j/0", NOW)])
+    stats.record_task_events([])  # writes nothing
+    second = stats.mirror.snapshots()
+    assert [name for name in CATALOG if second[name].version != first[name].version] == ["iris.task"]
+    assert second["iris.task"].rows == 2
+    stats.prune(NOW)  # the day-old row goes (retention is a day): the version moves again
+    third = stats.mirror.snapshots()
+    assert third["iris.task"].version != second["iris.task"].version and third["iris.task"].rows == 1
     store.close()

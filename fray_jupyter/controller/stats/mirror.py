@@ -12,12 +12,18 @@ Rules:
 * ``iris.task_status`` (kept newest-per-attempt, updated in place) is read again whole whenever
   anything in the store changed since its last read; it holds one row per attempt.
 * Values become Arrow values by the catalog's types (epoch ms → timestamp[ms], 0/1 → bool).
+* Each namespace is handed out as a ``Snapshot``: its batches (at least one, an empty one when it
+  holds no rows) and a version that moves exactly when they change (rows added or cut, read again
+  whole, or ``iris.task_status``'s rows differ from the last read), so a reader may keep what it
+  built from a version (``controller.stats.session``) until the version moves.
 """
 
 from __future__ import annotations
 
 import importlib
+import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from fray_jupyter.controller.store.statscatalog import APPENDED, CATALOG, Namespace
@@ -53,6 +59,19 @@ def batch_of(namespace: Namespace, rows: Sequence[Sequence[Any]]) -> Any:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """One namespace as the store holds it now: its batches and their version (the module rules)."""
+
+    version: int
+    batches: tuple[Any, ...]
+
+    @property
+    def rows(self) -> int:
+        """How many rows the batches hold."""
+        return sum(batch.num_rows for batch in self.batches)
+
+
 class _Appended:
     """One appended namespace's batches, with the rowid each row was stored under."""
 
@@ -62,9 +81,10 @@ class _Appended:
         self.rowids: list[Any] = []
         self.last = 0
 
-    def add(self, rows: list[tuple[Any, ...]]) -> None:
+    def add(self, rows: list[tuple[Any, ...]]) -> bool:
+        """Add ``rows`` (``(rowid, *columns)``); whether there were any."""
         if not rows:
-            return
+            return False
         pa = _pa()
         self.rowids.append(pa.array([row[0] for row in rows], type=pa.int64()))
         self.batches.append(batch_of(self.namespace, [row[1:] for row in rows]))
@@ -73,10 +93,12 @@ class _Appended:
             table = pa.Table.from_batches(self.batches, schema=schema_of(self.namespace)).combine_chunks()
             self.batches = table.to_batches()
             self.rowids = [pa.concat_arrays(self.rowids)]
+        return True
 
-    def cut(self, keep_from: int) -> None:
-        """Drop the rows stored under rowids below ``keep_from``."""
+    def cut(self, keep_from: int) -> bool:
+        """Drop the rows stored under rowids below ``keep_from``; whether any were held."""
         pc = importlib.import_module("pyarrow.compute")
+        held = sum(len(rowids) for rowids in self.rowids)
         kept = [(rowids, batch) for rowids, batch in zip(self.rowids, self.batches, strict=True)
                 if len(rowids) and rowids[-1].as_py() >= keep_from]
         if kept and kept[0][0][0].as_py() < keep_from:
@@ -84,6 +106,7 @@ class _Appended:
             kept[0] = (kept[0][0].filter(mask), kept[0][1].filter(mask))
         self.rowids = [rowids for rowids, _ in kept]
         self.batches = [batch for _, batch in kept]
+        return sum(len(rowids) for rowids in self.rowids) != held
 
 
 class StatsMirror:
@@ -91,29 +114,40 @@ class StatsMirror:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._appended = {name: _Appended(CATALOG[name]) for name in APPENDED}
+        self._versions = itertools.count(1)
+        self._empty = {name: batch_of(CATALOG[name], []) for name in (*APPENDED, STATUS_TEXT_NAMESPACE)}
+        self._appended: dict[str, _Appended] = {}
+        self._appended_versions: dict[str, int] = {}
+        self._reset()
         self._generation = -1
-        self._status: list[Any] = []
+        self._status = Snapshot(next(self._versions), (self._empty[STATUS_TEXT_NAMESPACE],))
         self._status_changes = -1
+
+    def _reset(self) -> None:
+        self._appended = {name: _Appended(CATALOG[name]) for name in APPENDED}
+        self._appended_versions = {name: next(self._versions) for name in APPENDED}
 
     def cut(self, namespace: str, keep_from: int) -> None:
         """Rows of ``namespace`` below rowid ``keep_from`` were pruned from the store."""
-        if keep_from:
-            self._appended[namespace].cut(keep_from)
+        if keep_from and self._appended[namespace].cut(keep_from):
+            self._appended_versions[namespace] = next(self._versions)
 
-    def batches(self) -> dict[str, list[Any]]:
-        """Namespace → its batches as the store holds them now (each list has at least one batch)."""
+    def snapshots(self) -> dict[str, Snapshot]:
+        """Namespace → its ``Snapshot`` as the store holds it now."""
         generation = self.store.stats_generation()
         if generation != self._generation:
-            self._appended = {name: _Appended(CATALOG[name]) for name in APPENDED}
+            self._reset()
             self._generation = generation
-        found: dict[str, list[Any]] = {}
+        found: dict[str, Snapshot] = {}
         for name, mirror in self._appended.items():
-            mirror.add(self.store.stats_since(name, mirror.last))
-            found[name] = mirror.batches or [batch_of(mirror.namespace, [])]
+            if mirror.add(self.store.stats_since(name, mirror.last)):
+                self._appended_versions[name] = next(self._versions)
+            found[name] = Snapshot(self._appended_versions[name], tuple(mirror.batches) or (self._empty[name],))
         changes = self.store.changes()
         if changes != self._status_changes:
-            self._status = [batch_of(CATALOG[STATUS_TEXT_NAMESPACE], self.store.status_text_rows())]
-            self._status_changes = self.store.changes()
+            status = batch_of(CATALOG[STATUS_TEXT_NAMESPACE], self.store.status_text_rows())
+            if not status.equals(self._status.batches[0]):
+                self._status = Snapshot(next(self._versions), (status,))
+            self._status_changes = changes
         found[STATUS_TEXT_NAMESPACE] = self._status
         return found

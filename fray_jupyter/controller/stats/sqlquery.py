@@ -17,6 +17,10 @@ Rules (what a query may do, and the answer to one that may not):
   Running, a query holds at most ``MEMORY_LIMIT_BYTES`` for its joins, sorts and aggregates, and gives
   at most ``MAX_QUERY_ROWS`` rows within ``MAX_QUERY_SECONDS``: past any, RESOURCE_EXHAUSTED saying which.
 * The answer is an Arrow IPC stream of the result (its schema, then its batches) and its row count.
+* What is kept between queries (the DataFusion session, the namespaces registered in it, recent
+  plans) and when it is dropped is ``controller.stats.session``'s; a query answered from a kept
+  plan answers as planning it again would, within the same bounds (its SQL passed the checks
+  above when it was planned; rows and time are counted on every run).
 """
 
 from __future__ import annotations
@@ -24,10 +28,14 @@ from __future__ import annotations
 import importlib
 import re
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from fray_jupyter.controller.rpc_error import Code, RpcError
+from fray_jupyter.controller.stats.session import Session
+
+if TYPE_CHECKING:
+    from fray_jupyter.controller.stats.mirror import Snapshot
 
 MAX_JOIN_ROWS: Final[int] = 20_000_000
 MAX_QUERY_ROWS: Final[int] = 100_000
@@ -57,6 +65,9 @@ def _exhausted(detail: str) -> RpcError:
 
 def _growing_call(sql: str) -> str | None:
     """The first function of ``GROWING_FUNCTIONS`` the SQL calls (outside string literals), or None."""
+    lowered = sql.lower()
+    if not any(name in lowered for name in GROWING_FUNCTIONS):
+        return None
     for match in _CALL.finditer(_LITERAL.sub("''", sql)):
         if match[1].lower() in GROWING_FUNCTIONS:
             return match[1]
@@ -87,30 +98,70 @@ def _bound(plan: Any, sizes: Mapping[str, int]) -> int:
     return max(inputs, default=1)
 
 
-def run(tables: Mapping[str, Sequence[Any]], sql: str) -> tuple[bytes, int]:
-    """The Arrow IPC stream and row count of ``sql`` over ``tables`` (name → batches), by the
-    module rules."""
-    pa: Any = importlib.import_module("pyarrow")
-    from datafusion import RuntimeEnvBuilder, SessionConfig, SessionContext, SQLOptions
+def _failed(error: BaseException) -> RpcError:
+    """DataFusion's error while planning or running a query, as the module rules answer it."""
+    line = _first_line(error)
+    if "Resources exhausted" in line or "Not enough memory" in line:
+        return _exhausted(f"it needed more than {MEMORY_LIMIT_BYTES // 2**20} MiB ({line})")
+    return _refused(line)
 
-    if (growing := _growing_call(sql)) is not None:
-        raise _refused(f"{growing}() is not allowed here (it can build values of any size)")
+
+def _new_context() -> Any:
+    from datafusion import RuntimeEnvBuilder, SessionConfig, SessionContext
+
     config = SessionConfig().with_target_partitions(1).with_information_schema(False)
-    context = SessionContext(config, RuntimeEnvBuilder().with_greedy_memory_pool(MEMORY_LIMIT_BYTES))
-    for name, batches in tables.items():
-        context.register_record_batches(f'"{name}"', [list(batches)])
-    options = SQLOptions().with_allow_ddl(False).with_allow_dml(False).with_allow_statements(False)
+    return SessionContext(config, RuntimeEnvBuilder().with_greedy_memory_pool(MEMORY_LIMIT_BYTES))
+
+
+def new_session() -> Session:
+    """A session for ``run``: a DataFusion context holding at most ``MEMORY_LIMIT_BYTES`` (as set
+    when its first query runs)."""
+    return Session(_new_context)
+
+
+def _physical(session: Session, sql: str) -> tuple[Any, Any, Any]:
+    """The physical plan of ``sql``, its result's schema and the frame it was planned from (None
+    for a kept physical plan, which has one partition): planned afresh from the SQL or from a kept
+    logical plan, unless a kept physical plan may run again (``controller.stats.session``)."""
+    kept = session.plan(sql)
+    if kept is not None and kept.physical is not None:
+        return kept.physical, kept.schema, None
+    if kept is None:
+        from datafusion import SQLOptions
+
+        if (growing := _growing_call(sql)) is not None:
+            raise _refused(f"{growing}() is not allowed here (it can build values of any size)")
+        options = SQLOptions().with_allow_ddl(False).with_allow_dml(False).with_allow_statements(False)
+        try:
+            frame = session.context.sql_with_options(sql, options)
+        except Exception as error:  # noqa: BLE001 - DataFusion raises plain Exception for every SQL error
+            raise _refused(_first_line(error)) from None
+        logical, schema = frame.logical_plan(), frame.schema()
+    else:
+        logical, schema = kept.logical, kept.schema
+        frame = session.context.create_dataframe_from_logical_plan(logical)
+    _bound(logical, session.sizes)
     try:
-        frame = context.sql_with_options(sql, options)
-    except Exception as error:  # noqa: BLE001 - DataFusion raises plain Exception for every SQL error
-        raise _refused(_first_line(error)) from None
-    _bound(frame.logical_plan(), {name: sum(batch.num_rows for batch in batches) for name, batches in tables.items()})
+        physical = frame.execution_plan()
+    except Exception as error:  # noqa: BLE001 - as above
+        raise _failed(error) from None
+    session.keep(sql, logical, schema, physical)
+    return physical, schema, frame
+
+
+def run(session: Session, tables: Mapping[str, Snapshot], sql: str) -> tuple[bytes, int]:
+    """The Arrow IPC stream and row count of ``sql`` over ``tables`` (namespace → its snapshot), in
+    ``session``, by the module rules."""
+    pa: Any = importlib.import_module("pyarrow")
+    session.sync(tables)
+    physical, schema, frame = _physical(session, sql)
     deadline = time.monotonic() + MAX_QUERY_SECONDS
     found: list[Any] = []
     rows = 0
     try:
-        schema = frame.schema()
-        for chunk in frame.execute_stream():
+        # a kept physical plan has one partition; DataFusion's frame merges several
+        stream = session.context.execute(physical, 0) if physical.partition_count == 1 else frame.execute_stream()
+        for chunk in stream:
             batch = chunk.to_pyarrow()
             rows += batch.num_rows
             found.append(batch)
@@ -121,10 +172,7 @@ def run(tables: Mapping[str, Sequence[Any]], sql: str) -> tuple[bytes, int]:
     except RpcError:
         raise
     except Exception as error:  # noqa: BLE001 - as above
-        line = _first_line(error)
-        if "Resources exhausted" in line or "Not enough memory" in line:
-            raise _exhausted(f"it needed more than {MEMORY_LIMIT_BYTES // 2**20} MiB ({line})") from None
-        raise _refused(line) from None
+        raise _failed(error) from None
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema) as writer:
         for batch in found:

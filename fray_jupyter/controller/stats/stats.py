@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 from fray_jupyter.controller.kernel.taskevents import SOURCE, TaskEvent
 from fray_jupyter.controller.runtime.runner import WORKER_ID
 from fray_jupyter.controller.stats.mirror import StatsMirror
-from fray_jupyter.controller.stats.sqlquery import run
+from fray_jupyter.controller.stats.sqlquery import new_session, run
 from fray_jupyter.controller.store.retention import DEFAULT_DAYS
 from fray_jupyter.controller.store.statscatalog import (
     APPENDED,
@@ -58,6 +58,7 @@ class Stats:
         self.retention_ms = MIN_RETENTION_MS
         self.keep_for(retention_days)
         self.mirror = StatsMirror(store)
+        self.session = new_session()
         self._pruned_ms = 0
 
     def keep_for(self, days: float) -> None:
@@ -83,9 +84,10 @@ class Stats:
             self.mirror.cut(name, self.store.prune_stats(name, now - self.retention_ms, CATALOG[name].max_rows))
 
     def query(self, sql: str) -> tuple[bytes, int]:
-        """``sqlquery.run`` over every namespace as the store holds it now."""
+        """``sqlquery.run`` over every namespace as the store holds it now, in this object's session
+        (``controller.stats.session``: kept between queries)."""
         self.prune()
-        return run(self.mirror.batches(), sql)
+        return run(self.session, self.mirror.snapshots(), sql)
 
     def record_task_events(self, events: Sequence[TaskEvent]) -> None:
         """Keep ``events`` in ``iris.task_event``, one row each, under its job (the module rule)."""
