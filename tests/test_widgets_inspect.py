@@ -141,27 +141,20 @@ def test_a_capture_that_fails_says_why_in_the_note(client: FrayClient) -> None:
     assert not view.capturing
 
 
-@pytest.mark.parametrize(("filename", "own"), [
-    ("_fray_cell.py", True), ("<cell 3-ab12cd34>", True), ("<string>", True),
-    ("<frozen importlib._bootstrap>", False), ("threading.py", False), ("my_exp/model.py", True),
-    ("../outside.py", False), ("my_exp", False),
-])
-def test_the_tasks_own_frames_are_its_cells_and_the_workspaces_files(filename: str, own: bool,
-                                                                      tmp_path: Path) -> None:
-    workspace = tmp_path / "nb"
-    (workspace / "my_exp").mkdir(parents=True)
-    (workspace / "my_exp" / "model.py").write_text("")
-    (tmp_path / "outside.py").write_text("")
-    assert capture.own_frame(filename, workspace) is own
+def test_a_dump_bolds_the_frames_the_sidebar_calls_the_task_s_own() -> None:
+    text = 'Thread 7 (idle): "MainThread"\n    wait (threading.py:331)\n    train (train.py:9)\n'
+    page = capture.dump_html(text)
+    assert '<b class="fray-own-frame">    train (train.py:9)</b>' in page
+    assert "    wait (threading.py:331)" in page and '<b class="fray-own-frame">    wait' not in page
 
 
 def test_a_stub_is_its_reason_and_a_coloured_dump_is_plain_escaped_text(tmp_path: Path) -> None:
     stub = Profile("/u/j/0", "memory", "flamegraph",
                    b"<!DOCTYPE html><html><body><p>no memory profile: memray &lt;missing&gt;</p></body></html>")
     assert capture.stub_reason(stub) == "no memory profile: memray <missing>"
-    shown = capture.bundle(stub, "task 0", tmp_path / "x.html", tmp_path)
+    shown = capture.bundle(stub, "task 0", tmp_path / "x.html")
     assert "no memory profile: memray &lt;missing&gt;" in shown["text/html"] and "<iframe" not in shown["text/html"]
     dump = Profile("/u/j/0", "threads", "text",
                    b"Thread 1 (idle): \"<img src=x>\"\n    \x1b[32mf\x1b[0m (\x1b[36m<string>\x1b[0m:1)\n")
-    page = capture.bundle(dump, "task 0", None, tmp_path)["text/html"]
+    page = capture.bundle(dump, "task 0", None)["text/html"]
     assert "<img" not in page and "&lt;img src=x&gt;" in page and '<b class="fray-own-frame">    f (&lt;string&gt;:1)</b>' in page

@@ -90,7 +90,7 @@ def _profile(magics: FrayMagics, args: Any) -> None:
     elif captured.extension in ("svg", "html"):  # a flamegraph, interactive (or the stub's reason)
         from fray_jupyter.widgets.capture import body
 
-        html, plain = body(captured, Path.cwd())
+        html, plain = body(captured)
         display({"text/html": html, "text/plain": plain or f"{args.kind} flamegraph: {path}"},  # type: ignore[no-untyped-call]
                 raw=True)
 

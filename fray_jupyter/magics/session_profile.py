@@ -61,7 +61,7 @@ def line(magics: Any, rest: str) -> None:
     for host in captures:
         if host.profile is not None:
             saved = host.profile.save(directory)
-            display(bundle(host.profile, host.label, saved, directory), raw=True)  # type: ignore[no-untyped-call]
+            display(bundle(host.profile, host.label, saved), raw=True)  # type: ignore[no-untyped-call]
     failed = [host for host in captures if host.profile is None]
     if failed:
         head = f"session {session.name}: the {args.kind} profile failed on {len(failed)} of {len(captures)} host(s)"

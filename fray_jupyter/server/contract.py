@@ -347,3 +347,104 @@ class JobEvents(TypedDict):
     """``GET /fray/jobs/<id>/events``: the job's task timeline, newest first."""
 
     events: list[TimelineEntry]
+
+
+class ProfileCapture(TypedDict):
+    """A task's profile capture (``server.captures``): ``origin`` "server" (this Jupyter server made it)
+    or "controller" (its ``iris.profile``; ``size`` 0: not known); ``note`` why it holds no profile."""
+
+    capture_id: str
+    task_index: int
+    attempt: int | None
+    kind: str
+    format: str
+    seconds: int
+    captured_ms: int
+    size: int
+    origin: str
+    trigger: str
+    note: str
+
+
+class ProfileHistory(TypedDict):
+    """``GET /fray/jobs/<id>/profiles``: the job's captures, newest first; why the controller's are not listed."""
+
+    captures: list[ProfileCapture]
+    note: str
+
+
+class ThreadDump(TypedDict):
+    """``GET /fray/jobs/<id>/profiles/<capture>?view=lines``: a thread dump's lines, each one's kind
+    (``server.threads``: "own", "library", "thread" …), and how many are the task's own frames."""
+
+    lines: list[str]
+    kinds: list[str]
+    own_frames: int
+
+
+class ResubmitResult(TypedDict):
+    """``POST /fray/jobs/<id>/resubmit``: the new job's id and the new job."""
+
+    job_id: str
+    job: Job
+
+
+class CapacityResource(TypedDict):
+    """A group's accelerator, ``CPU`` or ``memory``: held, asked for by running tasks, left, in words."""
+
+    name: str
+    total: float
+    used: float
+    free: float
+    total_text: str
+    used_text: str
+    free_text: str
+
+
+class CapacityGroup(TypedDict):
+    """A scale group (``server.capacity``; "" for workers of no known group), its availability status
+    in words with its tone and reason, and its resources."""
+
+    name: str
+    device: str
+    workers: int
+    healthy: int
+    slices: str
+    status: str
+    tone: str
+    reason: str
+    demand: int
+    resources: list[CapacityResource]
+
+
+class CapacityWorker(TypedDict):
+    """A worker: its health in words and tone, tasks on it, the largest share of a resource in use
+    (``load``, 0…1), and what it holds, uses and has free in one ``line``."""
+
+    worker_id: str
+    group: str
+    status: str
+    tone: str
+    tasks: int
+    load: float
+    line: str
+    message: str
+
+
+class CapacityPending(TypedDict):
+    """A job with tasks waiting, how many, and the controller's reason."""
+
+    job_id: str
+    tasks: int
+    reason: str
+
+
+class Capacity(TypedDict):
+    """``GET /fray/capacity``: groups, workers, the jobs that wait and why; what could not be read."""
+
+    groups: list[CapacityGroup]
+    workers: list[CapacityWorker]
+    pending: list[CapacityPending]
+    running_tasks: int
+    pending_tasks: int
+    note: str

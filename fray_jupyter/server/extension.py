@@ -27,6 +27,8 @@ from jupyter_server.utils import url_path_join
 from traitlets import Bool, Float, Unicode
 from traitlets.config import Configurable
 
+from fray_jupyter.server.capacity import CapacityHandler
+from fray_jupyter.server.captures import CaptureStore
 from fray_jupyter.server.handlers import (
     CancelHandler,
     ClustersHandler,
@@ -40,9 +42,10 @@ from fray_jupyter.server.handlers import (
     TaskHandler,
     UsersHandler,
 )
-from fray_jupyter.server.inspect import ExecHandler, ProfileHandler
+from fray_jupyter.server.inspect import ExecHandler, ProfileHandler, ProfilesHandler, StoredCaptureHandler
 from fray_jupyter.server.link import ControllerLink
 from fray_jupyter.server.logs import LogDownloadHandler, LogsHandler
+from fray_jupyter.server.resubmit import ResubmitHandler
 from fray_jupyter.server.sessions import SessionsHandler
 from fray_jupyter.server.usage import TimelineHandler, UsageHandler
 from fray_jupyter.server.watch import ChangeHub
@@ -56,11 +59,15 @@ ROUTES: Final[tuple[tuple[str, type[Any]], ...]] = (
     ("fray/events", EventsHandler),
     ("fray/users", UsersHandler),
     ("fray/sessions", SessionsHandler),
+    ("fray/capacity", CapacityHandler),
     ("fray/jobs", JobsHandler),
     (f"fray/jobs/{JOB}", JobHandler),
     (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})", TaskHandler),
     (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})/profile", ProfileHandler),
     (f"fray/jobs/{JOB}/tasks/(?P<index>[0-9]{{1,6}})/exec", ExecHandler),
+    (f"fray/jobs/{JOB}/profiles", ProfilesHandler),
+    (f"fray/jobs/{JOB}/profiles/(?P<capture_id>[^/]+)", StoredCaptureHandler),
+    (f"fray/jobs/{JOB}/resubmit", ResubmitHandler),
     (f"fray/jobs/{JOB}/logs", LogsHandler),
     (f"fray/jobs/{JOB}/logs/download", LogDownloadHandler),
     (f"fray/jobs/{JOB}/cancel", CancelHandler),
@@ -94,6 +101,7 @@ def _load_jupyter_server_extension(serverapp: ServerApp) -> None:
     link = ControllerLink(start=settings.start_controller, timeout=settings.rpc_timeout, cluster=settings.cluster)
     web_app.settings["fray_link"] = link
     web_app.settings["fray_hub"] = ChangeHub(link)
+    web_app.settings["fray_captures"] = CaptureStore()
     web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))  # type: ignore[no-untyped-call]
     serverapp.log.info("fray_jupyter: Fray Jobs API at %sfray/ (start_controller=%s)",
                        web_app.settings["base_url"], settings.start_controller)

@@ -13,7 +13,8 @@ Rules:
 * A flamegraph without a ``<script>`` is the profiler's stub (the embedded controller's and Iris's
   answer when the profiler could not read the task): its text is the reason, shown as one line.
 * A thread dump is plain text (its colour escapes, if any, dropped); each frame of the task's own
-  code (``own_frame``) is in bold.
+  code is in bold, told from library frames by the rule the sidebar shows too
+  (``client.thread_dump``).
 * Everything the task or the profiler wrote is escaped where it is shown as HTML; the bundle's
   ``text/plain`` says what was captured, where it was written, and the dump or the stub's reason.
 """
@@ -26,12 +27,10 @@ from pathlib import Path
 from typing import Final
 
 from fray_jupyter.client.inspection import Profile
-from fray_jupyter.iris.convert import CELL_SCRIPT
+from fray_jupyter.client.thread_dump import line_kinds
 from fray_jupyter.views.ansi import line_spans
 from fray_jupyter.vocabulary import byte_size
 
-FRAME: Final[re.Pattern[str]] = re.compile(r"^\s+(?P<function>.+) \((?P<file>[^()]+):(?P<line>\d+)\)\s*$")
-"""A frame line of ``py-spy dump``: ``    busy_loop (_fray_cell.py:5)``."""
 SANDBOX: Final[str] = "allow-scripts allow-modals"
 HISTORY_SHIM: Final[str] = ("<script>{const keep=history.replaceState.bind(history);"
                             "history.replaceState=(...a)=>{try{keep(...a)}catch(e){}}}</script>")
@@ -42,37 +41,17 @@ HTML_HEIGHT_PX: Final[int] = 640
 """The frame's height for an HTML capture (memray's page scrolls inside it)."""
 
 
-def own_frame(filename: str, workspace: Path) -> bool:
-    """Whether a frame's file, as py-spy names it, is the task's own code: code it was given as text
-    (a session cell's ``<cell …>``, ``python -c``'s ``<string>``; not Python's ``<frozen …>``), a
-    ``%%fray`` cell's script (``_fray_cell.py``), or a file of ``workspace`` (the notebook's
-    directory: the workspace a job ships by default). Library frames (py-spy names them relative to
-    their ``sys.path`` entry: ``threading.py``) are not, unless the workspace holds that file."""
-    if filename.startswith("<"):
-        return not filename.startswith("<frozen")
-    if filename == CELL_SCRIPT:
-        return True
-    try:
-        path = (workspace / filename).resolve()
-        return path.is_file() and path.is_relative_to(workspace.resolve())
-    except OSError:  # a name too long, a loop of links: not a file of the workspace
-        return False
-
-
 def plain_text(text: str) -> str:
     """``text`` as a terminal shows it, line by line, without its escapes (py-spy colours a dump when
     the environment asks it to: ``CLICOLOR_FORCE``)."""
     return "\n".join("".join(span.text for span in line_spans(line)) for line in text.splitlines())
 
 
-def dump_html(text: str, workspace: Path) -> str:
+def dump_html(text: str) -> str:
     """A thread dump as preformatted plain text, escaped, each frame of the task's own code in bold."""
-    lines = []
-    for line in plain_text(text).splitlines():
-        frame = FRAME.match(line)
-        shown = escape(line)
-        lines.append(f'<b class="fray-own-frame">{shown}</b>' if frame and own_frame(frame["file"], workspace)
-                     else shown)
+    plain = plain_text(text)
+    lines = [f'<b class="fray-own-frame">{escape(line)}</b>' if kind == "own" else escape(line)
+             for line, kind in zip(plain.splitlines(), line_kinds(plain), strict=True)]
     return '<pre class="fray-status fray-thread-dump">' + "\n".join(lines) + "</pre>"
 
 
@@ -104,14 +83,14 @@ def document_html(profile: Profile) -> str:
             f'style="width:100%;height:{height}px;border:0"></iframe>')
 
 
-def body(profile: Profile, workspace: Path) -> tuple[str, str]:
+def body(profile: Profile) -> tuple[str, str]:
     """What shows the capture itself, as (HTML, plain text): the dump with the task's own frames
     in bold, the stub's reason, or the flamegraph's document (no plain text: its file is the way to
     it without a browser); nothing for the other formats (speedscope, raw stacks, memray's table or
     stats: they are read from the file, never copied into the notebook)."""
     reason = stub_reason(profile)
     if profile.kind == "threads":
-        return dump_html(profile.text(), workspace), plain_text(profile.text())
+        return dump_html(profile.text()), plain_text(profile.text())
     if reason is not None:
         return f'<div class="fray-status fray-capture-stub">{escape(reason)}</div>', reason
     if profile.extension in ("svg", "html"):
@@ -119,14 +98,14 @@ def body(profile: Profile, workspace: Path) -> tuple[str, str]:
     return "", ""
 
 
-def bundle(profile: Profile, label: str, saved: Path | None, workspace: Path) -> dict[str, str]:
+def bundle(profile: Profile, label: str, saved: Path | None) -> dict[str, str]:
     """The mime bundle (``text/html``, ``text/plain``) showing ``profile`` under ``label`` ("task
     0", "host 1 (task /alice/dev/1)"), saying where it was ``saved`` (the module rules)."""
     where = f"written to {saved}" if saved is not None else "not written"
     caption = f"{label}: {profile.kind} profile ({profile.format}, {byte_size(len(profile.data))}), {where}"
     if profile.kind == "threads":
         caption += "; the task's own frames in bold"
-    html, plain = body(profile, workspace)
+    html, plain = body(profile)
     head = f'<div class="fray-status fray-capture-caption"><b>{escape(caption)}</b></div>'
     return {"text/html": f'<div class="fray-capture">{head}{html}</div>',
             "text/plain": "\n".join(filter(None, (caption, plain)))}

@@ -127,7 +127,7 @@ class InspectView(widgets.VBox):
             directory = self._directory()
             saved = captured.save(directory)
             self.output.outputs = ({"output_type": "display_data", "metadata": {},
-                                    "data": capture.bundle(captured, label, saved, directory)},)
+                                    "data": capture.bundle(captured, label, saved)},)
             self.note.value = ""
         except InspectionFailed as error:
             self.note.value = note_html(f"{kind} profile of {label} failed: {error.detail}", error=True)
