@@ -13,6 +13,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import type {
   IApiError,
   ICancelResult,
+  ICapacity,
   IClusterList,
   IControllerStatus,
   IJobDetail,
@@ -23,7 +24,10 @@ import type {
   IJobQuery,
   IJobUsage,
   ILogPage,
+  IProfileHistory,
+  IResubmitResult,
   ISessionList,
+  IThreadDump,
   IUserList
 } from './types';
 
@@ -49,7 +53,17 @@ export function frayUrl(path: string[], settings = ServerConnection.makeSettings
   return URLExt.join(settings.baseUrl, 'fray', ...path);
 }
 
-async function request<T>(path: string[], init: RequestInit = {}, query: Record<string, string> = {}): Promise<T> {
+/** `text` as JSON (null when it is empty or not JSON). */
+function parsed(text: string): any {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The answer to one call; a failed one (or no answer) is a `FrayApiError`. */
+async function send(path: string[], init: RequestInit = {}, query: Record<string, string> = {}): Promise<Response> {
   const settings = ServerConnection.makeSettings();
   const search = new URLSearchParams(query).toString();
   const url = frayUrl(path, settings) + (search ? `?${search}` : '');
@@ -59,19 +73,17 @@ async function request<T>(path: string[], init: RequestInit = {}, query: Record<
   } catch (error) {
     throw new FrayApiError(`cannot reach the Jupyter server: ${String(error)}`, 0, 'server_unreachable');
   }
-  const text = await response.text();
-  let body: any = null;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    body = null;
-  }
   if (!response.ok) {
-    const error = body as Partial<IApiError> | null; // the extension's; the Jupyter server's own may differ
+    const error = parsed(await response.text()) as Partial<IApiError> | null; // the Jupyter server's own may differ
     const message = error?.message || `${response.status} ${response.statusText}`;
     throw new FrayApiError(String(message), response.status, String(error?.code ?? 'http_error'));
   }
-  return body as T;
+  return response;
+}
+
+async function request<T>(path: string[], init: RequestInit = {}, query: Record<string, string> = {}): Promise<T> {
+  const response = await send(path, init, query);
+  return parsed(await response.text()) as T;
 }
 
 function jobPath(jobId: string, ...rest: string[]): string[] {
@@ -204,4 +216,58 @@ export async function getOutputText(jobId: string, taskIndex: number, name: stri
 /** The sessions (with a host ready) of `user` (null: everyone's). */
 export function getSessions(user: string | null): Promise<ISessionList> {
   return request<ISessionList>(['sessions'], {}, user ? { user } : {});
+}
+
+/** Send the job's stored request again as a new job (`<name>-r2`, …); resolves to the new job. */
+export function resubmitJob(jobId: string): Promise<IResubmitResult> {
+  return request<IResubmitResult>(jobPath(jobId, 'resubmit'), { method: 'POST' });
+}
+
+/** The cluster's scale groups and workers (total, used, free), and the jobs that wait and why. */
+export function getCapacity(): Promise<ICapacity> {
+  return request<ICapacity>(['capacity']);
+}
+
+/** One profile capture as the server serves it: its id in the history, kind and format, media type,
+ * bytes, and why it holds no profile (`''` when it holds one). */
+export interface ICaptureData {
+  captureId: string;
+  kind: string;
+  format: string;
+  mediaType: string;
+  bytes: ArrayBuffer;
+  empty: string;
+}
+
+async function captureOf(response: Response): Promise<ICaptureData> {
+  const [kind, format] = (response.headers.get('X-Fray-Profile-Format') ?? '/').split('/');
+  return {
+    captureId: response.headers.get('X-Fray-Capture') ?? '',
+    kind,
+    format,
+    mediaType: response.headers.get('Content-Type') ?? 'application/octet-stream',
+    bytes: await response.arrayBuffer(),
+    empty: decodeURIComponent(response.headers.get('X-Fray-Profile-Empty') ?? '')
+  };
+}
+
+/** Capture a `kind` profile (cpu, memory, threads) of task `index` for `seconds`; kept in the history. */
+export async function profileTask(jobId: string, index: number, kind: string, seconds: number): Promise<ICaptureData> {
+  const query = { kind, ...(kind === 'threads' ? {} : { seconds: String(seconds) }) };
+  return captureOf(await send(jobPath(jobId, 'tasks', String(index), 'profile'), { method: 'POST' }, query));
+}
+
+/** The job's profile history: this server's captures and the controller's, newest first. */
+export function getProfiles(jobId: string): Promise<IProfileHistory> {
+  return request<IProfileHistory>(jobPath(jobId, 'profiles'));
+}
+
+/** One capture of the history again. */
+export async function getCapture(jobId: string, captureId: string): Promise<ICaptureData> {
+  return captureOf(await send(jobPath(jobId, 'profiles', encodeURIComponent(captureId))));
+}
+
+/** A thread dump of the history as lines, the task's own frames told from library frames. */
+export function getThreadDump(jobId: string, captureId: string): Promise<IThreadDump> {
+  return request<IThreadDump>(jobPath(jobId, 'profiles', encodeURIComponent(captureId)), {}, { view: 'lines' });
 }

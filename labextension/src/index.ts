@@ -26,6 +26,8 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { backoffFromSettings, DEFAULT_BACKOFF } from './backoff';
+import { CaptureWidget } from './capture';
+import type { IOpenCapture } from './capture';
 import { JobsModel } from './model';
 import { notifyFinished } from './notify';
 import { JobsPanel } from './panel';
@@ -110,7 +112,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
         void poll.refreshNow();
       }
     };
-    const panel = new JobsPanel(model, refreshNow);
+    const openCapture = (capture: IOpenCapture): void => {
+      const tab = new CaptureWidget(capture);
+      app.shell.add(tab, 'main');
+      app.shell.activateById(tab.id);
+    };
+    const panel = new JobsPanel(model, refreshNow, openCapture);
     panel.title.icon = jobsIcon;
     const push = new PushStream({
       wanted: () => panel.isVisible || notifications,

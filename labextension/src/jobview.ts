@@ -1,11 +1,13 @@
 /**
  * The open job: what it is (a child names its parent, as a link), why it waits or failed, its
- * failures against the job's limits, its child jobs, its tasks (`taskview.ts`), its live log
- * (`logview.ts`), how each task uses what it asked for (`usage.ts`: sparklines, memory bar, warning,
- * the tree's totals) and the task timeline (`timeline.ts`), and Cancel (after a confirmation dialog). On a named cluster it links to the
- * job's page on the cluster's own Iris dashboard. Rendered from `JobsModel.open`.
+ * failures against the job's limits, its child jobs, its tasks (`taskview.ts`) each with its "Look
+ * inside" buttons and profile history (`inspect.ts`), its live log (`logview.ts`), how each task uses
+ * what it asked for (`usage.ts`: sparklines, memory bar, warning, the tree's totals) and the task
+ * timeline (`timeline.ts`), Cancel and Resubmit (each after a confirmation dialog; a resubmitted
+ * job opens in its place and is announced). On a named cluster it links to the job's page on the
+ * cluster's own Iris dashboard. Rendered from `JobsModel.open`.
  */
-import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 
 import { getOutputText, outputFileUrl } from './api';
 import { badge, button, el, NEW_TAB } from './dom';
@@ -18,10 +20,13 @@ import {
   progressText,
   resourcesText
 } from './format';
+import type { IOpenCapture } from './capture';
 import { EndpointsView } from './endpoints';
+import { InspectView } from './inspect';
 import { dashboardJobUrl } from './links';
 import { LogView } from './logview';
 import type { IOpenJob, JobsModel } from './model';
+import { NOTIFICATION_MS } from './notify';
 import { leafName, taskBar } from './rows';
 import { TASK_COLUMNS, taskRows } from './taskview';
 import { timelineItems } from './timeline';
@@ -44,17 +49,34 @@ export async function confirmCancel(job: IJob): Promise<boolean> {
   return result.button.accept;
 }
 
+/** Ask before resubmitting; resolves true when the user confirmed. */
+export async function confirmResubmit(job: IJob): Promise<boolean> {
+  const result = await showDialog({
+    title: 'Resubmit job?',
+    body: `Send the request of “${leafName(job.job_id)}” (${job.job_id}) again as a new job beside it (${leafName(job.job_id)}-r2, -r3 …)?`,
+    buttons: [Dialog.cancelButton({ label: 'Keep as is' }), Dialog.okButton({ label: 'Resubmit' })]
+  });
+  return result.button.accept;
+}
+
 export class JobView {
+  /** `openCapture`: show a profile capture in a main-area tab. */
   constructor(
     private readonly model: JobsModel,
-    private readonly now: () => number = Date.now
+    private readonly now: () => number = Date.now,
+    openCapture: (capture: IOpenCapture) => void
   ) {
+    this._inspect = new InspectView(openCapture, () => this._renderInspect());
     this.node = el('section', { className: 'fj-JobView', attrs: { 'aria-label': 'Job details' } });
     this._back = button('← All jobs', () => model.closeJob(), {
       className: 'fj-Link',
       attrs: { 'aria-label': 'Back to all jobs' }
     });
     this._cancel = button('Cancel job', () => void this._onCancel(), { className: 'fj-Button fj-Button-warn' });
+    this._resubmit = button('Resubmit', () => void this._onResubmit(), {
+      className: 'fj-Button fj-Resubmit',
+      attrs: { title: 'Send the same request again as a new job' }
+    });
     this._title = el('h3', { className: 'fj-JobView-title' });
     this._badge = el('span');
     this._parent = el('p', { className: 'fj-JobView-parent' });
@@ -66,7 +88,7 @@ export class JobView {
     this._facts = el('dl', { className: 'fj-Facts' });
     this._tasks = el('tbody');
     this.node.append(
-      el('div', { className: 'fj-JobView-bar', children: [this._back, this._cancel] }),
+      el('div', { className: 'fj-JobView-bar', children: [this._back, this._resubmit, this._cancel] }),
       el('div', { className: 'fj-JobView-head', children: [this._title, this._badge] }),
       this._parent,
       this._facts,
@@ -87,6 +109,7 @@ export class JobView {
           this._tasks
         ]
       }),
+      this._inspectLines,
       this._outputsHead,
       this._outputs,
       this._endpoints.node,
@@ -117,13 +140,24 @@ export class JobView {
     if (!sameJob) {
       this._usageBlocks.clear();
     }
+    this._inspect.show(job.job_id);
+    this._resubmit.disabled = this._resubmitting;
     const usage = new Map<string, ITaskUsage>((open.watch.usage?.tasks ?? []).map(task => [task.task_id, task]));
     const watch = { usage, now: this.now(), silenceAfterMs: open.watch.usage?.silence_after_ms ?? Infinity };
     this._tasks.replaceChildren(...taskRows(tasks, open.limits, this._tasks, job.status_message, watch));
+    this._renderInspect();
     this._renderWatch(open);
     this._renderOutputs(open, sameJob);
     this._endpoints.show(job.job_id, job.terminal);
     this._log.show(open.log, job.terminal);
+  }
+
+  /** The "Look inside" line of each task shown (`inspect.ts`). */
+  private _renderInspect(): void {
+    const open = this.model.open;
+    const lines = open ? this._inspect.blocks(open.tasks, open.job.terminal) : [];
+    this._inspectLines.hidden = lines.length === 0;
+    this._inspectLines.replaceChildren(...lines);
   }
 
   /** Each task's usage block and the tree's totals; the task timeline, newest first. */
@@ -301,8 +335,32 @@ export class JobView {
     }
   }
 
+  private async _onResubmit(): Promise<void> {
+    const open = this.model.open;
+    if (!open || this._resubmitting || !(await confirmResubmit(open.job))) {
+      return;
+    }
+    this._resubmitting = true;
+    this._resubmit.disabled = true;
+    try {
+      const newId = await this.model.resubmit(open.job.job_id);
+      if (newId !== null) {
+        Notification.success(`Fray job ${leafName(open.job.job_id)} resubmitted as ${leafName(newId)}`, {
+          autoClose: NOTIFICATION_MS
+        });
+      }
+    } finally {
+      this._resubmitting = false;
+      this._resubmit.disabled = false;
+    }
+  }
+
   private _back: HTMLButtonElement;
   private _cancel: HTMLButtonElement;
+  private _resubmit: HTMLButtonElement;
+  private _resubmitting = false;
+  private _inspect: InspectView;
+  private _inspectLines = el('div', { className: 'fj-InspectLines', attrs: { 'aria-label': 'Look inside the tasks' } });
   private _title: HTMLHeadingElement;
   private _badge: HTMLSpanElement;
   private _parent: HTMLParagraphElement;

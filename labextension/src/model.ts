@@ -24,7 +24,8 @@ import {
   getTimeline,
   getUsage,
   listChildren,
-  listJobs
+  listJobs,
+  resubmitJob
 } from './api';
 import { fingerprint, JobWatcher } from './changes';
 import { errorText } from './format';
@@ -123,6 +124,8 @@ export class JobsModel {
   status: IControllerStatus | null = null;
   connectionError: string | null = null;
   actionError: string | null = null;
+  /** What the last user action did, said once (e.g. "Resubmitted … as …"); null: nothing to say. */
+  notice: string | null = null;
   readonly listing = new JobListing();
   open: IOpenJob | null = null;
 
@@ -227,6 +230,7 @@ export class JobsModel {
 
   /** Open a job: its detail and the newest log lines; then follow the log by cursor. */
   async openJob(jobId: string): Promise<void> {
+    this.notice = null;
     try {
       const detail = await getJob(jobId);
       const children = await childrenOf(detail.job);
@@ -245,7 +249,27 @@ export class JobsModel {
   /** Back to the list: the open job (and its log feed) is dropped. */
   closeJob(): void {
     this.open = null;
+    this.notice = null;
     this._changed.emit();
+  }
+
+  /** Send the job's request again as a new job, then open the new one and say so; resolves to its id
+   * (null when refused: the one line why is `actionError`). */
+  async resubmit(jobId: string): Promise<string | null> {
+    let newId: string;
+    try {
+      newId = (await resubmitJob(jobId)).job_id;
+      this.actionError = null;
+    } catch (error) {
+      this._fail(error);
+      this._changed.emit();
+      return null;
+    }
+    this.listing.invalidate(null);
+    await this.openJob(newId);
+    this.notice = `Resubmitted ${jobId} as ${newId}.`;
+    this._changed.emit();
+    return newId;
   }
 
   /** Terminate a job (the caller has asked for confirmation). */

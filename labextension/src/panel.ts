@@ -1,13 +1,16 @@
 /**
- * The "Fray Jobs" sidebar: whose jobs and which (`filters.ts`), a connection banner, the job list
- * (a windowed tree, `vlist.ts` + `rows.ts`), paging, and the open job. By default it lists the
- * current user's root jobs, Iris's way; each ▸ lists a job's children under it. All job-provided
- * text is set as text.
+ * The "Fray Jobs" sidebar: whose jobs and which (`filters.ts`), a connection banner, the cluster's
+ * capacity (`capacity.ts`, a collapsible section), the job list (a windowed tree, `vlist.ts` +
+ * `rows.ts`), paging, and the open job. By default it lists the current user's root jobs, Iris's
+ * way; each ▸ lists a job's children under it. What the user's last action did (a resubmit) is said
+ * in a polite live region. All job-provided text is set as text.
  */
 import type { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
+import { CapacityView } from './capacity';
+import type { IOpenCapture } from './capture';
 import { ClusterSwitcher } from './clusters';
 import { button, el } from './dom';
 import { ListControls } from './filters';
@@ -22,9 +25,11 @@ import type { TreeRow } from './tree';
 import { WindowedList } from './vlist';
 
 export class JobsPanel extends Widget {
+  /** `openCapture`: show a profile capture in a main-area tab. */
   constructor(
     readonly model: JobsModel,
     private readonly onRefresh: () => void,
+    openCapture: (capture: IOpenCapture) => void,
     private readonly now: () => number = Date.now
   ) {
     super();
@@ -49,6 +54,7 @@ export class JobsPanel extends Widget {
       ]
     });
     this._error = el('div', { className: 'fj-Error', attrs: { role: 'status' } });
+    this._notice = el('div', { className: 'fj-Notice', attrs: { role: 'status', 'aria-live': 'polite' } });
     this._list = new WindowedList<TreeRow>({
       rowPx: ROW_PX,
       render: row => treeRowNode(row, this._rowContext),
@@ -62,7 +68,11 @@ export class JobsPanel extends Widget {
     this._older = button('Older', () => this._page(1), { className: 'fj-Link' });
     this._deep = el('p', { className: 'fj-Muted fj-Wrap' });
     this._controller = el('p', { className: 'fj-Muted fj-Controller' });
-    this._jobView = new JobView(model, now);
+    this._jobView = new JobView(model, now, openCapture);
+    this._capacity = new CapacityView(
+      () => this.isVisible && !this._listView.hidden,
+      jobId => void model.openJob(jobId)
+    );
     this._clusters = new ClusterSwitcher(
       () => {
         this.model.clusterSwitched();
@@ -75,6 +85,7 @@ export class JobsPanel extends Widget {
       className: 'fj-ListView',
       children: [
         this._sessions.node,
+        this._capacity.node,
         this._controls.node,
         this._heading,
         this._list.node,
@@ -89,7 +100,7 @@ export class JobsPanel extends Widget {
         children: [
           el('h2', { text: 'Fray Jobs' }),
           this._clusters.node,
-          button('⟳', () => this.onRefresh(), {
+          button('⟳', () => this._refreshAll(), {
             className: 'fj-IconButton',
             attrs: { 'aria-label': 'Refresh jobs', title: 'Refresh' }
           })
@@ -97,6 +108,7 @@ export class JobsPanel extends Widget {
       }),
       this._banner,
       this._error,
+      this._notice,
       this._listView,
       this._jobView.node,
       this._controller
@@ -116,6 +128,7 @@ export class JobsPanel extends Widget {
     void this._clusters.load();
     this.onRefresh();
     this._sessions.refresh();
+    this._capacity.refresh();
     this._visibilityChanged.emit(true);
   }
 
@@ -128,6 +141,7 @@ export class JobsPanel extends Widget {
     this._controls.dispose();
     this._list.dispose();
     this._sessions.dispose();
+    this._capacity.dispose();
     this.model.changed.disconnect(this._render, this);
     super.dispose();
   }
@@ -137,6 +151,12 @@ export class JobsPanel extends Widget {
     this._list.scrollToTop();
     this._render();
     this.onRefresh();
+  }
+
+  /** ⟳: the jobs, and the capacity when it is open. */
+  private _refreshAll(): void {
+    this.onRefresh();
+    this._capacity.refresh();
   }
 
   private _page(direction: number): void {
@@ -165,6 +185,8 @@ export class JobsPanel extends Widget {
     this._bannerText.textContent = model.connectionError ?? '';
     this._error.hidden = model.actionError === null;
     this._error.textContent = model.actionError ?? '';
+    this._notice.hidden = model.notice === null;
+    this._notice.textContent = model.notice ?? '';
     const cluster = model.status?.cluster;
     this._controller.textContent = model.status?.url
       ? `${cluster ? `Cluster ${cluster} · ` : ''}Controller: ${model.status.url}`
@@ -179,6 +201,7 @@ export class JobsPanel extends Widget {
     }
     this._renderList();
     this._sessions.refresh();
+    this._capacity.refresh();
   }
 
   private _renderList(): void {
@@ -213,6 +236,8 @@ export class JobsPanel extends Widget {
   private _banner: HTMLDivElement;
   private _bannerText: HTMLParagraphElement;
   private _error: HTMLDivElement;
+  private _notice: HTMLDivElement;
+  private _capacity: CapacityView;
   private _list: WindowedList<TreeRow>;
   private _heading: HTMLParagraphElement;
   private _empty: HTMLParagraphElement;

@@ -275,3 +275,92 @@ export interface ITimelineEntry {
 export interface IJobEvents {
   events: ITimelineEntry[];
 }
+
+/** One profile capture of a task: `origin` "server" (this Jupyter server made it) or "controller"
+ * (its `iris.profile`; `size` 0: not known until reopened); `note`: why it holds no profile. */
+export interface IProfileCapture {
+  capture_id: string;
+  task_index: number;
+  attempt: number | null;
+  kind: string;
+  format: string;
+  seconds: number;
+  captured_ms: number;
+  size: number;
+  origin: string;
+  trigger: string;
+  note: string;
+}
+
+/** `GET /fray/jobs/<id>/profiles`: the job's captures, newest first; why the controller's are not listed. */
+export interface IProfileHistory {
+  captures: IProfileCapture[];
+  note: string;
+}
+
+/** A thread dump's lines, each one's kind ("own", "library", "thread", "process", "detail", "other"). */
+export interface IThreadDump {
+  lines: string[];
+  kinds: string[];
+  own_frames: number;
+}
+
+/** `POST /fray/jobs/<id>/resubmit`: the new job's id and the new job. */
+export interface IResubmitResult {
+  job_id: string;
+  job: IJob;
+}
+
+/** A group's accelerator, `CPU` or `memory`: held, asked for by running tasks, left, in words. */
+export interface ICapacityResource {
+  name: string;
+  total: number;
+  used: number;
+  free: number;
+  total_text: string;
+  used_text: string;
+  free_text: string;
+}
+
+/** A scale group ("" for workers of no known group), its availability status (words, tone, reason). */
+export interface ICapacityGroup {
+  name: string;
+  device: string;
+  workers: number;
+  healthy: number;
+  slices: string;
+  status: string;
+  tone: string;
+  reason: string;
+  demand: number;
+  resources: ICapacityResource[];
+}
+
+/** A worker: health in words and tone, tasks on it, the largest share in use, and one line of numbers. */
+export interface ICapacityWorker {
+  worker_id: string;
+  group: string;
+  status: string;
+  tone: string;
+  tasks: number;
+  load: number;
+  line: string;
+  message: string;
+}
+
+/** A job with tasks waiting, how many, and the controller's reason. */
+export interface ICapacityPending {
+  job_id: string;
+  tasks: number;
+  reason: string;
+}
+
+/** `GET /fray/capacity`: groups, workers, the jobs that wait and why; what could not be read. */
+export interface ICapacity {
+  groups: ICapacityGroup[];
+  workers: ICapacityWorker[];
+  pending: ICapacityPending[];
+  running_tasks: number;
+  pending_tasks: number;
+  note: string;
+}
