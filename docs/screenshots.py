@@ -9,6 +9,10 @@ embedded controller.
   its live log.
 * ``watching.png``: a job whose task grows past its 256 MiB request, open in the sidebar: its CPU
   and memory sparklines, the memory bar, the over-request warning and the event timeline.
+* ``flamegraph.png``: a busy task's CPU profile taken from the sidebar's Look inside buttons, open in
+  a JupyterLab tab as py-spy's live flamegraph, zoomed on its hot function.
+
+``--only NAME`` (repeatable: ``picker``, ``sidebar``, ``flamegraph``) makes only those shots.
 
 Nothing is faked: the jobs run as task processes, and every figure on screen is what the lab shows.
 The coordinator's steps are launched as its task would launch them (a LaunchJob named
@@ -18,8 +22,10 @@ The lab, its controller and every task stop when the script ends.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -88,6 +94,20 @@ for step in range(1, 100_000):
     print(f"step {step:5d}  holding {20 * len(held)} MiB", flush=True)
     time.sleep(0.5)
 """
+
+
+TOKENIZE_LOOP = """\
+def normalize(text):
+    return " ".join(text.lower().split())
+def tokenize_batch(batch):
+    return [normalize(line).split(" ") for line in batch]
+def train_loop():
+    batch = ["The Quick brown fox  jumps over the lazy dog"] * 200
+    while True:
+        tokenize_batch(batch)
+train_loop()
+"""
+"""A task whose time goes to tokenizing: its flamegraph has a clear hot path."""
 
 
 def python_job(name: str, code: str, resources: ResourceConfig) -> JobRequest:
@@ -237,24 +257,60 @@ def watching(page: Page, lab: Lab, client: FrayClient) -> None:
         client.terminate(job_id)
 
 
+def flamegraph(page: Page, lab: Lab, client: FrayClient) -> None:
+    """Submit ``TOKENIZE_LOOP``, open it in the (widened) sidebar, take a CPU profile with the Look
+    inside button, zoom the flamegraph's tab on ``tokenize_batch``, photograph the window."""
+    job_id = client.submit(plan(python_job("tokenize-corpus", TOKENIZE_LOOP, ResourceConfig.with_cpu(ram="512m")),
+                                user=USER))
+    try:
+        open_wide_sidebar(page, lab, "flamegraph")
+        page.locator(f".fj-JobRow[data-job-id='{job_id}']").click()
+        cpu = page.locator(f".fj-Inspect[data-task-id='{job_id}/0'] .fj-Inspect-button[data-kind='cpu']")
+        expect(cpu).to_be_enabled(timeout=60_000)
+        page.wait_for_timeout(2000)  # let the task's Python start before py-spy attaches
+        cpu.click()
+        frame = page.locator(".fj-CaptureTab[data-kind='cpu'] .fj-CaptureFrame").content_frame
+        expect(frame.locator("#frames")).to_contain_text("tokenize_batch", timeout=60_000)
+        hot = frame.locator("title", has_text=re.compile(r"^tokenize_batch "))
+        frame.locator("#frames g").filter(has=hot).first.click()
+        expect(frame.locator("#unzoom")).not_to_have_class("hide")
+        page.mouse.move(VIEWPORT["width"] - 10, VIEWPORT["height"] - 10)
+        page.screenshot(path=IMAGES / "flamegraph.png")
+    finally:
+        client.terminate(job_id)
+
+
+SHOTS = ("picker", "sidebar", "flamegraph")
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", choices=SHOTS, help="make only this shot (repeatable)")
+    only = set(parser.parse_args().only or SHOTS)
     IMAGES.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fray-screenshots-") as workdir, running_lab(
             Path(workdir), "--ServerApp.kernel_websocket_connection_class="
                            "fray_jupyter.server.nodelay.NoDelayKernelWebsocketConnection") as lab, \
             controller(lab) as info, FrayClient(info.url, info.token) as client, sync_playwright() as playwright:
-        ids = submit_jobs(client, info)
+        ids = submit_jobs(client, info) if "sidebar" in only else {}
         browser = playwright.chromium.launch(**launch_args())
         try:
             page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
-            picker(page, lab)
-            sidebar(page, lab, ids)
+            if "picker" in only:
+                picker(page, lab)
+            if "sidebar" in only:
+                sidebar(page, lab, ids)
+            if "flamegraph" in only:
+                flamegraph(page, lab, client)
         finally:
             browser.close()
             for name in ("llama-8b-pipeline", "gang-v4-32x2"):
-                client.terminate(ids[name])
-    for name in ("picker.png", "sidebar.png", "sidebar-job.png"):
-        print(f"wrote {IMAGES / name}")
+                if name in ids:
+                    client.terminate(ids[name])
+    made = {"picker": ["picker.png"], "sidebar": ["sidebar.png", "sidebar-job.png"], "flamegraph": ["flamegraph.png"]}
+    for shot in SHOTS:
+        for name in made[shot] if shot in only else ():
+            print(f"wrote {IMAGES / name}")
     return 0
 
 
