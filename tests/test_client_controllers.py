@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from fray_jupyter.client import (
     JobNotFound,
 )
 from fray_jupyter.iris.proto import job_pb2
+from fray_jupyter.iris.proto.logging_pb2 import LogEntry
 from fray_jupyter.iris.states import split_key
 from fray_jupyter.planning import Plan, plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
@@ -97,20 +98,24 @@ def test_two_replica_job_runs_to_success_with_logs(client: FrayClient, tmp_path:
     final = client.wait(job_id, timeout=10)
     assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final
 
-    hello = [entry for entry in followed if entry.data.startswith("hello-")]
-    tasks = {split_key(entry.key)[0] for entry in hello}
     both = {f"{job_id}/0", f"{job_id}/1"}
-    if request.node.callspec.params["client"] != "real-iris":
-        assert tasks == both
-    else:  # a genuine worker ships a task's lines on its own cadence: a follow that ended may miss the last ones,
-        # as Iris's own `job run` does ("draining logs (total_lines=0)"); they are read once shipped
-        until(lambda: {split_key(entry.key)[0] for entry in client.logs(job_id).entries
-                       if entry.data.startswith("hello-")} == both, f"both tasks' lines of {job_id}")
-    for entry in hello:
-        task_id, attempt = split_key(entry.key)
-        assert entry.data.startswith(f"hello-{task_id}") and attempt == entry.attempt_id == 0
-        assert entry.source == "stdout"
-    assert any(entry.data == "to-stderr" and entry.source == "stderr" for entry in followed)
+
+    def complete(entries: Sequence[LogEntry]) -> bool:
+        hello = {split_key(entry.key)[0] for entry in entries if entry.data.startswith("hello-")}
+        return hello == both and any(entry.data == "to-stderr" for entry in entries)
+
+    if request.node.callspec.params["client"] == "real-iris":
+        # a genuine worker ships a task's lines on its own cadence: a follow that ended may miss the last ones, as
+        # Iris's own `job run` does ("draining logs (total_lines=0)"); they are read once shipped
+        followed = until(lambda: (entries := list(client.logs(job_id).entries)) and complete(entries) and entries,
+                         f"every line of {job_id}")
+    assert complete(followed), followed
+    for entry in followed:
+        if entry.data.startswith("hello-"):
+            task_id, attempt = split_key(entry.key)
+            assert entry.data.startswith(f"hello-{task_id}") and attempt == entry.attempt_id == 0
+            assert entry.source == "stdout"
+    assert all(entry.source == "stderr" for entry in followed if entry.data == "to-stderr")
 
     tasks_seen = client.tasks(job_id)
     assert [t.task_id for t in tasks_seen] == [f"{job_id}/0", f"{job_id}/1"]
