@@ -88,7 +88,9 @@ serves ``GetTaskLogs`` (the embedded one stores a task's rows before the task en
 LOG_SERVICE_DRAIN_GRACE: Final[float] = 1.5
 """The same, where logs come from Iris's log service: a worker sends its rows in batches once a
 second (finelog's flush interval), so a task's last batch can arrive a second after Iris reports it
-finished. Iris's own ``job logs --follow`` waits one second too."""
+finished. Iris's own ``job logs --follow`` waits one second too. A genuine worker reports a task's end
+before it flushes that batch, so on a loaded cluster the batch can come later still and ``follow`` ends
+without it, as Iris's own command does; ``logs`` reads it once it is shipped."""
 
 
 class HasLaunchRequest(Protocol):
