@@ -33,7 +33,7 @@ BOB_TOKEN = "bob-secret-token"
 BUSY = "exec python -c 'import time\ndef busy_loop():\n    while True: sum(range(1000))\nbusy_loop()'"
 SLEEPER = ("exec python -c 'import time\ndef stuck_waiting():\n    while True: time.sleep(1)\n"
            "stuck_waiting()'")
-CONTROLLER_ARGS = ("--user-token", f"bob={BOB_TOKEN}")  # the module's controller (conftest)
+CONTROLLER_ENV = {"FRAY_CONTROLLER_USER_TOKENS": f"bob={BOB_TOKEN}"}  # the module's controller (conftest)
 pytestmark = pytest.mark.skipif(profiling.tool("py-spy") is None, reason="py-spy is not installed")
 
 
@@ -171,6 +171,7 @@ def test_only_the_owner_or_the_controllers_user_may_look_inside(wire: Wire, cont
         with pytest.raises(WireError) as nobody:
             wire.call(name, request, token="not-a-token")
         assert nobody.value.code == "unauthenticated"
+    assert BOB_TOKEN not in Path(f"/proc/{controller.process.pid}/cmdline").read_text()  # ps never shows it
     assert "refused exec of " + task in controller.log()
     assert "refused a caller at 127.0.0.1:" in controller.log()  # the unauthenticated one
     assert not list(controller.state_dir.glob("work/*/*/pwned"))

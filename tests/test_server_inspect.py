@@ -28,7 +28,8 @@ pytestmark = pytest.mark.skipif(profiling.tool("py-spy") is None, reason="py-spy
 
 @pytest.fixture(scope="module")
 def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    process = start_controller(tmp_path_factory.mktemp("server-inspect") / "state", "--user-token", f"bob={BOB_TOKEN}")
+    process = start_controller(tmp_path_factory.mktemp("server-inspect") / "state",
+                               env={"FRAY_CONTROLLER_USER_TOKENS": f"bob={BOB_TOKEN}"})
     yield process
     stop_quietly(process)
 

@@ -82,6 +82,8 @@ from fray_jupyter.runtime_file import (
 )
 
 TOKEN_ENV: Final[str] = "FRAY_CONTROLLER_TOKEN"
+USER_TOKENS_ENV: Final[str] = "FRAY_CONTROLLER_USER_TOKENS"
+"""Tokens that let in a user who may look inside only their own jobs (``user_tokens``)."""
 OWNER_LOCK: Final[str] = "controller.owner"
 PRIVATE_UMASK: Final[int] = 0o077
 """Everything the controller and its tasks create (state dir, store, bundles, work dirs, task
@@ -96,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fray-jupyter controller",
         description="Run the embedded Iris-compatible controller (or, with --iris-local, a genuine Iris "
                     "local cluster) in the foreground.",
+        epilog=f"${USER_TOKENS_ENV}='USER=TOKEN[,USER=TOKEN...]' also lets in each TOKEN's holder as USER, who may "
+               "look inside (profile, exec) only USER's jobs; the --token holder and your own OS user may act on every "
+               "job. Tokens are read from the environment, never the command line, so ps does not show them.",
     )
     parser.add_argument("--host", default=None, help=f"address to bind both servers (default: {DEFAULT_HOST})")
     parser.add_argument("--port", type=int, default=0, help="Connect (HTTP) port; 0 picks a free one")
@@ -135,9 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--require-token", action="store_true",
                         help="refuse calls without the token even from your own OS user (default: your own "
                              "processes on loopback need none, as with a real Iris)")
-    parser.add_argument("--user-token", action="append", default=[], metavar="USER=TOKEN", type=_user_token,
-                        help="also let in TOKEN's holder as USER, who may look inside (profile, exec) only USER's "
-                             "jobs (repeatable); the --token holder and your own OS user may act on every job")
     parser.add_argument("--iris-local", action="store_true",
                         help="run a genuine Iris local cluster (needs marin-iris[controller]) instead, its scale "
                              "groups from --cluster-config")
@@ -155,6 +157,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.policy = Policy.from_options(args.retention_days, args.max_state_size, args.max_log_lines, os.environ)
         args.default_budget_limit = default_limit(args.budget_limit)
         args.task_limit = max_tasks_setting(args.max_tasks, os.environ, args.slots or default_slots())
+        args.user_tokens = user_tokens(os.environ.get(USER_TOKENS_ENV, ""))
     except ValueError as error:
         parser.error(str(error))
     if args.policy.log_lines < 1 or args.policy.days < 0 or args.gc_interval <= 0:
@@ -167,8 +170,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                          "budget from its cluster config (user_budget_defaults.budget_limit; 1000 when unset)")
         if args.require_token:
             unsupported.append("--require-token")
-        if args.user_token:
-            unsupported.append("--user-token")
+        if args.user_tokens:
+            unsupported.append(f"${USER_TOKENS_ENV}")
         if args.host not in (None, DEFAULT_HOST):
             unsupported.append("--host")
         if unsupported:
@@ -240,11 +243,17 @@ def _claim(root: Path) -> IO[str] | None:
     return handle
 
 
-def _user_token(value: str) -> tuple[str, str]:
-    try:
-        return parse_user_token(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+def user_tokens(value: str) -> dict[str, str]:
+    """``$FRAY_CONTROLLER_USER_TOKENS`` (``USER=TOKEN`` entries, separated by commas or white space) → user by
+    token's holder, {} when empty; a ``ValueError`` naming the variable and the bad entry's user part."""
+    tokens: dict[str, str] = {}
+    for entry in value.replace(",", " ").split():
+        try:
+            user, token = parse_user_token(entry)
+        except ValueError as error:
+            raise ValueError(f"${USER_TOKENS_ENV}: {error}") from None
+        tokens[user] = token
+    return tokens
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -253,6 +262,7 @@ async def serve(args: argparse.Namespace) -> int:
     runtime_file = (args.runtime_file or runtime_file_path()).expanduser()
     token = args.token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(32)
     os.environ.pop(TOKEN_ENV, None)
+    os.environ.pop(USER_TOKENS_ENV, None)
     owner = _claim(root)
     if owner is None:
         print(f"fray controller: another controller is using the state dir {root}; stop it first "
@@ -273,7 +283,7 @@ async def serve(args: argparse.Namespace) -> int:
 
     http_socket = _bind(args.host, args.port)
     url = f"http://{_url_host(args.host)}:{http_socket.getsockname()[1]}"
-    auth = Authenticator(token, same_user=not args.require_token, user_tokens=dict(args.user_token))
+    auth = Authenticator(token, same_user=not args.require_token, user_tokens=args.user_tokens)
     grpc = GrpcServer(invoke, auth)
     grpc_port = await grpc.start(args.host, args.grpc_port)
     grpc_url = f"grpc://{_url_host(args.host)}:{grpc_port}"

@@ -89,7 +89,7 @@ def _address(peer: Peer | None) -> str:
 
 
 def parse_user_token(value: str) -> tuple[str, str]:
-    """One ``--user-token USER=TOKEN`` value → (user, token); a ``ValueError`` (naming the user part,
+    """One ``USER=TOKEN`` entry of ``$FRAY_CONTROLLER_USER_TOKENS`` → (user, token); a ``ValueError`` (naming the user part,
     never the token) when the user is empty or has '/' or spaces, or the token is empty."""
     user, _, token = value.partition("=")
     if not user.strip() or "/" in user or " " in user.strip() or not token.strip():
