@@ -85,9 +85,11 @@ def test_capacity_lists_every_worker_with_total_used_and_free(rest: Callable[...
     listed = [w for w in body["workers"] if w["group"] == "gpu_h100x8"]
     assert len(listed) == WORKERS and listed[0]["status"] == "healthy" and listed[0]["tone"] == "success"
     assert listed[0]["line"] == "H100: 0 used, 8 free · CPU: 0 cores used, 128 cores free · memory: 0 bytes used, 1000 GiB free"
-    # The embedded controller runs tasks on its own machine and names no worker: one row says what they use.
+    # The embedded controller runs tasks on its own machine, the worker their TaskStatus names, which
+    # ListWorkers does not list: one row, named, says what they use.
     elsewhere = [w for w in body["workers"] if w["status"] == "not listed"]
-    assert len(elsewhere) == 1 and elsewhere[0]["tasks"] >= 1 and "CPU: 2 cores used" in elsewhere[0]["line"]
+    assert [w["worker_id"] for w in elsewhere] == ["fray-local"]
+    assert elsewhere[0]["tasks"] >= 1 and "CPU: 2 cores used" in elsewhere[0]["line"]
     assert body["running_tasks"] >= 1 and body["note"] == ""
     (gang,) = [p for p in body["pending"] if p["job_id"] == waiting]
     assert gang["tasks"] == 8 and gang["reason"].startswith("Scheduler:") and "Autoscaler:" in gang["reason"]

@@ -98,8 +98,9 @@ by a phrase each contains."""
 
 BUDGET_DIFFERENCES: dict[str, str] = {
     "worker_id": ("GetSchedulerState's running buckets: Iris counts running tasks per worker; the embedded "
-                  "controller has no workers (its tasks run on this machine's slots), so each of its buckets has an "
-                  "empty worker_id and holds all of a job's running tasks at one band. Kept: the suite compares the "
+                  "controller runs every task on this machine's slots, so each of its buckets names the one worker its "
+                  "TaskStatus names (fray-local, which ListWorkers does not list: its capacity view shows it as "
+                  "'not listed') and holds all of a job's running tasks at one band. Kept: the suite compares the "
                   "buckets summed over workers."),
 }
 """Fields of the budget RPCs' answers that differ by nature (``test_budget.py``). Not a difference of the

@@ -32,6 +32,7 @@ from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import FrayError
 from fray_jupyter.cluster.profile import BUILT_IN
 from fray_jupyter.controller import iris_local
+from fray_jupyter.controller.runtime.runner import WORKER_ID
 from fray_jupyter.iris.budget import BudgetPicture
 from fray_jupyter.iris.proto import controller_pb2, job_pb2
 from fray_jupyter.planning import Plan, plan
@@ -188,6 +189,6 @@ def test_the_scheduler_state_and_users_agree_but_for_the_listed_fields(scenario:
         (r.user_id, r.budget_limit, r.budget_spent, r.max_band) for r in embedded.user_budgets}
     assert (twin.total_pending, twin.total_running) == (embedded.total_pending, embedded.total_running)
     workers = {b.worker_id for b in twin.running_buckets}, {b.worker_id for b in embedded.running_buckets}
-    assert "" not in workers[0] and workers[1] == {""}, BUDGET_DIFFERENCES["worker_id"]
+    assert "" not in workers[0] and workers[1] == {WORKER_ID}, BUDGET_DIFFERENCES["worker_id"]
     users = {name: [(u.user, dict(u.job_state_counts)) for u in seen.users] for name, seen in scenario.items()}
     assert users["twin"] == users["embedded"]

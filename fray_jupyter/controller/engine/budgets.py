@@ -31,6 +31,7 @@ from typing import Final, NamedTuple
 
 from fray_jupyter.controller.kernel.state_rules import ACTIVE_TASK_STATES
 from fray_jupyter.controller.rpc_error import Code, RpcError
+from fray_jupyter.controller.runtime.runner import WORKER_ID
 from fray_jupyter.controller.store.store import Store
 from fray_jupyter.iris.budget import (
     BANDS,
@@ -175,7 +176,8 @@ class Budgets:
             for user, (limit, max_band) in self.store.user_budgets().items()])
 
     def get_scheduler_state(self, request: C.GetSchedulerStateRequest) -> C.GetSchedulerStateResponse:
-        """Pending and running tasks per band, user and job, and every user's budget standing."""
+        """Pending and running tasks per band, user and job, and every user's budget standing. Running
+        tasks name ``WORKER_ID``, the worker their ``TaskStatus`` names (this machine runs them all)."""
         del request
         spend, rows = self.spend(), self.store.user_budgets()
         pending = self.store.task_counts([J.TASK_STATE_PENDING])
@@ -184,7 +186,8 @@ class Budgets:
         for (job_id, _, _, count), (user, band) in zip(pending, bands, strict=True):
             response.pending_buckets.add(band=band, user_id=user, job_id=job_id, count=count)
         for job_id, _, band, count in self.store.task_counts([J.TASK_STATE_RUNNING]):
-            response.running_buckets.add(band=band, user_id=job_user(job_id), job_id=job_id, count=count)
+            response.running_buckets.add(band=band, user_id=job_user(job_id), job_id=job_id, count=count,
+                                         worker_id=WORKER_ID)
         response.total_pending = sum(bucket.count for bucket in response.pending_buckets)
         response.total_running = sum(bucket.count for bucket in response.running_buckets)
         standing = {**{user: (self.default_limit, self.default_max_band) for user in spend}, **rows}
