@@ -13,7 +13,10 @@
  * start the embedded controller; the background ones (for notifications) just look for a running one.
  * Refreshes never overlap: one asked for during another runs once right after it. A push names the
  * jobs that changed (the embedded controller's feed names a child's parent too), so it re-reads only
- * the children of those expanded parents; any other refresh re-reads every shown one.
+ * the children of those expanded parents; any other refresh re-reads every shown one. While the
+ * sidebar shows an open job that runs (and for its final reads once it ended), a second poll reads
+ * only that job's usage and timeline every `WATCH_INTERVAL_MS` (`model.ts`), since a task's usage
+ * changes with no job change to push.
  *
  * The view (whose jobs, which, the expanded parents) is kept per cluster in JupyterLab's state DB
  * under `fray-jupyter:sidebar` and restored before the first refresh.
@@ -24,11 +27,12 @@ import { IStateDB } from '@jupyterlab/statedb';
 import type { ReadonlyPartialJSONValue } from '@lumino/coreutils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { Poll } from '@lumino/polling';
 
 import { backoffFromSettings, DEFAULT_BACKOFF } from './backoff';
 import { CaptureWidget } from './capture';
 import type { IOpenCapture } from './capture';
-import { JobsModel } from './model';
+import { JobsModel, WATCH_INTERVAL_MS } from './model';
 import { notifyFinished } from './notify';
 import { JobsPanel } from './panel';
 import { BackoffPoll } from './poll';
@@ -134,13 +138,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
-    // An open, active job's usage changes without a job change: the poll follows it then (only then).
-    const watching = (): boolean => model.open !== null && !model.open.job.terminal;
     const pushed = (): boolean =>
       push.connected &&
       model.connectionError === null &&
-      !watching() &&
       (push.source === 'feed' || (push.source === 'poll' && model.open === null));
+    // An open job's usage changes without a job change: while it runs and the sidebar shows it, its
+    // usage and timeline alone are read every WATCH_INTERVAL_MS, beside the slower refresh of the rest.
+    const watchPoll = new Poll({
+      name: 'fray-jupyter:watch',
+      factory: async () => {
+        await model.refreshWatch();
+      },
+      frequency: { interval: WATCH_INTERVAL_MS, backoff: false },
+      standby: () => (panel.isVisible && model.watching ? 'when-hidden' : true)
+    });
+    panel.disposed.connect(() => watchPoll.dispose());
     const poll = new BackoffPoll({
       refresh: () => refresh(),
       backoff: DEFAULT_BACKOFF,

@@ -69,6 +69,13 @@ export interface IJobWatch {
 export const FINAL_READS = 2;
 
 /**
+ * How often the open job's usage and timeline are read while it runs and the sidebar is shown, ms
+ * (`JobsModel.refreshWatch`): half the controller's 1 s sampling interval, so a change shows within
+ * about 1.5 s. The rest of the sidebar keeps its own, slower refresh.
+ */
+export const WATCH_INTERVAL_MS = 500;
+
+/**
  * The usage and timeline of `job`, read on each refresh while it is active and `FINAL_READS` times
  * after it ended, then kept: an idle sidebar or a finished job costs no extra request.
  */
@@ -228,6 +235,32 @@ export class JobsModel {
     this._changed.emit();
   }
 
+  /** Whether the open job's usage and timeline are worth reading between refreshes: it runs, or it
+   * ended and its `FINAL_READS` are not all made. */
+  get watching(): boolean {
+    const open = this.open;
+    return open !== null && (!open.job.terminal || open.watch.finalReads < FINAL_READS);
+  }
+
+  /**
+   * Read only the open job's usage and timeline, while `watching`; resolves to whether what is shown changed.
+   * A read started before another one's answer never replaces it (`_watchOf`).
+   */
+  async refreshWatch(): Promise<boolean> {
+    const open = this.open;
+    if (open === null || !this.watching) {
+      return false;
+    }
+    const before = watchFingerprint(open.watch);
+    const watch = await this._watchOf(open.job, open.watch);
+    if (this.open?.job.job_id !== open.job.job_id || watchFingerprint(watch) === before) {
+      return false;
+    }
+    this.open = { ...this.open, watch };
+    this._changed.emit();
+    return true;
+  }
+
   /** Open a job: its detail and the newest log lines; then follow the log by cursor. */
   async openJob(jobId: string): Promise<void> {
     this.notice = null;
@@ -237,7 +270,7 @@ export class JobsModel {
       const log = new LogFeed(jobId);
       await log.open();
       const [outputs, outputsError] = await outputsOf(detail.job);
-      const watch = await watchOf(detail.job, null);
+      const watch = await this._watchOf(detail.job, null);
       this.open = { ...detail, children, log, outputs, outputsError, watch };
       this.actionError = null;
     } catch (error) {
@@ -293,11 +326,22 @@ export class JobsModel {
     await open.log.poll();
     const [outputs, outputsError] =
       open.outputs === null ? await outputsOf(detail.job) : [open.outputs, open.outputsError];
-    const watch = await watchOf(detail.job, open.watch);
+    const watch = await this._watchOf(detail.job, open.watch);
     if (this.open?.job.job_id !== id) {
       return; // closed or switched meanwhile
     }
     this.open = { ...detail, children, log: open.log, outputs, outputsError, watch };
+  }
+
+  /** `watchOf`, unless a read started later has already answered: then what that one read. */
+  private async _watchOf(job: IJob, last: IJobWatch | null): Promise<IJobWatch> {
+    const started = ++this._watchReads;
+    const watch = await watchOf(job, last);
+    if (started < this._watchShown && this.open?.job.job_id === job.job_id) {
+      return this.open.watch;
+    }
+    this._watchShown = started;
+    return watch;
   }
 
   private async _tree(reading: Promise<void>): Promise<void> {
@@ -328,6 +372,9 @@ export class JobsModel {
     ].join('\n#\n');
   }
 
+  /** Watch reads started, and the newest of them whose answer is shown. */
+  private _watchReads = 0;
+  private _watchShown = 0;
   private _changed = new Signal<this, void>(this);
   private _finished = new Signal<this, IJob[]>(this);
 }
