@@ -20,6 +20,9 @@ loop that appends ``(time, iterations)`` to a file every ``MARK_S`` s. Measured:
 4. The capacity answer for 1,000 workers: ``ListWorkers`` (every worker) plus ``GetAutoscalerStatus``,
    median of ``--calls``. Goal: <= 100 ms. Peer: the same two calls on a controller with the built-in
    profile (a few warm workers).
+5. With ``--lab``: the sidebar's capacity view first opened on those 1,000 workers, to its first
+   painted frame, in a real JupyterLab and Chromium (``bench/capacity_view.py``), median of
+   ``--paints``. Goal: <= 300 ms. Peer: the same on the built-in profile.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Final
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "ui"))
 
 from bench.actors import median_call_ms
 from bench.results import Figure, record
@@ -199,6 +203,8 @@ def main() -> int:
                         help="seconds of each window without py-spy")
     parser.add_argument("--execs", type=int, default=50)
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--lab", action="store_true", help="also the capacity view's first paint (Chromium)")
+    parser.add_argument("--paints", type=int, default=5, help="--lab: first opens timed, each on a fresh page")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fray-bench-inspect-") as scratch:
         root = Path(scratch)
@@ -241,7 +247,22 @@ def main() -> int:
         raise RuntimeError(f"the controller listed {listed} workers, not {WORKERS}")
     _report(f"capacity answer, {WORKERS:,} workers (ListWorkers + GetAutoscalerStatus)", big_ms, "ms",
             CAPACITY_GOAL_MS, f"{small_listed} workers: {small_ms:.2f} ms")
+    if args.lab:
+        capacity_paint(args.paints)
     return 0
+
+
+def capacity_paint(rounds: int) -> None:
+    """``bench/capacity_view.py``'s figure (module docstring, 5.), recorded."""
+    from bench import capacity_view
+
+    with tempfile.TemporaryDirectory(prefix="fray-bench-capacity-") as scratch:
+        root = Path(scratch)
+        (root / "workers.yaml").write_text(PROFILE_YAML)
+        big_ms, drawn = capacity_view.in_the_lab(root / "big", ("--cluster-config", str(root / "workers.yaml")), rounds)
+        small_ms, _ = capacity_view.in_the_lab(root / "small", (), rounds)
+    _report(f"capacity view first painted, {WORKERS:,} workers ({drawn} rows in the page; median of {rounds})",
+            big_ms, "ms", capacity_view.GOAL_MS, f"built-in profile: {small_ms:.0f} ms")
 
 
 if __name__ == "__main__":

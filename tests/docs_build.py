@@ -34,6 +34,8 @@ from tests.zephyr_checks import check_zephyr_run
 REPO: Final = Path(__file__).resolve().parents[1]
 DOCS: Final = REPO / "docs"
 BUILD_TIMEOUT: Final = 900.0
+CONTEXT_LINES: Final = 40
+"""Lines of the build's output shown from each warning or error on (a traceback follows its first line)."""
 OUTCOME: Final = "outcome.json"
 
 
@@ -64,14 +66,18 @@ class DocsBuild:
 
 
 def _sphinx(out: Path, kept: Path) -> str | None:
-    """Build the docs into ``out/html``; the warnings and errors, or None when there were none."""
+    """Build the docs into ``out/html``; the warnings and errors (each with the lines that follow it, such
+    as a kernel's traceback), or None when there were none."""
     run = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-b", "html", "-q", "-d", str(out / "doctrees"),
          str(DOCS), str(out / "html")],
         cwd=REPO, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,
         env={**os.environ, _extension().KEEP_CONTROLLER_ENV: str(kept)})
-    warnings = [line for line in run.stderr.splitlines() if re.search(r"\b(WARNING|ERROR|CRITICAL):", line)]
-    return None if run.returncode == 0 and not warnings else "\n".join(warnings) or run.stderr[-3000:]
+    lines = run.stderr.splitlines()
+    flagged = [index for index, line in enumerate(lines) if re.search(r"\b(WARNING|ERROR|CRITICAL):", line)]
+    if run.returncode == 0 and not flagged:
+        return None
+    return "\n".join("\n".join(lines[index:index + CONTEXT_LINES]) for index in flagged) or run.stderr[-3000:]
 
 
 def _check_zephyr(executed: Path, runtime: Path) -> str | None:
