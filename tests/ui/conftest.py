@@ -4,11 +4,13 @@ pytest invocation (``pytest tests/ui``): pytest-jupyter's autouse event-loop fix
 server tests, close a loop Playwright's sync API still runs.
 
 Every test runs with the server at the root (``[root]``). The tests marked ``hub`` run again under
-``--ServerApp.base_url=/user/alice/`` (``[hub]``, as JupyterHub serves a user's server): those whose
-pages call every kind of URL the extension builds (REST, the live feed, downloads, output files,
-named clusters, Notebook 7), where a path that forgets the base URL shows up as a failed request.
-One run at the root proves the rest, which do not depend on where the server is mounted. ``-k root``
-or ``-k hub`` picks one. Each base URL has its own server, started before its first test."""
+``--ServerApp.base_url=/user/alice/`` (``[hub]``, as JupyterHub serves a user's server): one for each
+way a URL reaches the page — a REST call and the live feed (every path the labextension asks for is
+made by ``api.ts``'s ``frayUrl``, every route the server answers by ``server.extension``'s one table),
+a download link, an output file's image, a profile capture, and Notebook 7's own shell — where a path
+that forgets the base URL shows up as a failed request in the watch every test runs under. One run at
+the root proves the rest, which do not depend on where the server is mounted. ``-k root`` or ``-k hub``
+picks one. Each base URL has its own server, started before its first test."""
 
 from __future__ import annotations
 

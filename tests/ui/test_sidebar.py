@@ -141,7 +141,6 @@ IDLE_S = 60
 for a timer poll to have backed off to its 30 s maximum (what pushed updates replace)."""
 
 
-@pytest.mark.hub
 def test_a_kernel_job_appears_and_ends_in_the_open_sidebar_at_once(
         lab: Lab, page: Page, lab_client: FrayClient) -> None:  # noqa: F811
     name = f"live-{uuid.uuid4().hex[:6]}"

@@ -28,7 +28,7 @@ from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
 from tests.marin_home import TWIN_MANIFEST, marin_home
 
-pytestmark = [pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason())), pytest.mark.hub]
+pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 import uuid
 
-import pytest
 from jobs_fixtures import SIDEBAR_ID, jobs_controller, lab_client, launch_raw  # noqa: F401  (fixtures)
 from labserver import Lab
 from pages import LONG, launch_child, row, saved_view, show_sidebar, wait_running
@@ -26,7 +25,6 @@ from fray_jupyter.runtime_file import ControllerInfo
 from tests.controller_harness import launch_request
 
 
-@pytest.mark.hub
 def test_a_coordinator_is_one_root_whose_children_and_grandchildren_follow_live_and_die_with_it(
         lab: Lab, page: Page, jobs_controller: ControllerInfo, lab_client: FrayClient) -> None:  # noqa: F811
     tag = uuid.uuid4().hex[:6]
