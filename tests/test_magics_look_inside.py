@@ -19,7 +19,7 @@ from fray_jupyter.client.inspection import InspectionFailed, profile_request
 from fray_jupyter.controller.runtime import profiling
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.magics import ControllerError
-from fray_jupyter.magics.inspect import InspectFailed
+from fray_jupyter.magics.look_inside import InspectFailed
 from tests.controller_harness import ControllerProcess, launch_request
 from tests.jupyter_isolation import magics_controller, magics_shell
 

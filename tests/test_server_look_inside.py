@@ -1,4 +1,4 @@
-"""The server extension's profile and exec routes (``fray_jupyter.server.inspect``) through a real
+"""The server extension's profile and exec routes (``fray_jupyter.server.look_inside``) through a real
 Jupyter server (pytest-jupyter) against a real embedded controller: what they answer, and that
 only the job's owner gets in (an unauthenticated request, or a server holding another user's
 token, is refused). pytest-jupyter's fixtures are imported into this module only."""

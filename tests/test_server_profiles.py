@@ -1,4 +1,4 @@
-"""The server extension's profile history (``fray_jupyter.server.inspect`` and ``server.captures``)
+"""The server extension's profile history (``fray_jupyter.server.look_inside`` and ``server.captures``)
 through a real Jupyter server (pytest-jupyter) against a real embedded controller profiling a real
 task: each capture the server makes is listed under its task and reopens byte for byte; a capture
 the controller keeps in ``iris.profile`` that this server did not make is listed too (and one it

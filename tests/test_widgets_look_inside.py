@@ -1,4 +1,4 @@
-"""The status panel's inspect buttons (``widgets.inspect``) against the real embedded controller: a
+"""The status panel's inspect buttons (``widgets.look_inside``) against the real embedded controller: a
 running task's CPU, Threads and Memory buttons capture in the background (the click returns while
 the capture runs), show the capture in the panel (a sandboxed interactive flamegraph, the dump with
 the task's own frames in bold, memray's page or the stub's reason) and write it next to the
@@ -20,7 +20,7 @@ from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.widgets import capture
-from fray_jupyter.widgets.inspect import CPU_SECONDS, InspectView
+from fray_jupyter.widgets.look_inside import CPU_SECONDS, InspectView
 from fray_jupyter.widgets.status import JobStatusPanel
 from tests.controller_harness import launch_request
 from tests.waiting import until

@@ -22,7 +22,7 @@ from fray_jupyter.iris.user import resolve_user
 from fray_jupyter.magics import settings
 from fray_jupyter.magics.errors import controller_errors
 from fray_jupyter.magics.fitting import check_before_submit
-from fray_jupyter.magics.inspect_flags import INSPECT_COMMANDS
+from fray_jupyter.magics.look_inside_flags import INSPECT_COMMANDS
 from fray_jupyter.magics.parsers import CELL_PARSER, LINE_PARSER, usage
 from fray_jupyter.magics.session_flags import SESSION_COMMANDS
 from fray_jupyter.views.words import state_word
@@ -243,9 +243,9 @@ class FrayMagics(Magics):
             session.line(self, args)
             return None
         if args.command in INSPECT_COMMANDS:
-            from fray_jupyter.magics import inspect
+            from fray_jupyter.magics import look_inside
 
-            inspect.line(self, args)
+            look_inside.line(self, args)
             return None
         from fray_jupyter.magics.submission import check_url
 

@@ -59,7 +59,7 @@ def line(magics: FrayMagics, args: Any) -> None:
 
 
 def capture_options(args: Any, target: str, label: str) -> dict[str, Any]:
-    """The profile options the flags give (``inspect_flags.add_capture_arguments``), checked as
+    """The profile options the flags give (``look_inside_flags.add_capture_arguments``), checked as
     ``client.inspection`` checks them: a bad kind, format or duration is a ``UsageError`` naming it."""
     from fray_jupyter.client.inspection import profile_request
 

@@ -1,4 +1,4 @@
-"""The flags of ``%fray profile`` and ``%fray exec`` (``magics.inspect``), added to the ``%fray``
+"""The flags of ``%fray profile`` and ``%fray exec`` (``magics.look_inside``), added to the ``%fray``
 parser ``magics.parsers`` builds."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 from typing import Any, Final
 
 INSPECT_COMMANDS: Final = ("profile", "exec")
-"""The ``%fray`` commands ``magics.inspect`` answers."""
+"""The ``%fray`` commands ``magics.look_inside`` answers."""
 
 
 def add_capture_arguments(parser: argparse.ArgumentParser) -> None:

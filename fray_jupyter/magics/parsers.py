@@ -16,7 +16,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from fray_jupyter.flags import add_connection_arguments, add_fit_arguments, add_job_arguments
-from fray_jupyter.magics.inspect_flags import add_inspect_commands
+from fray_jupyter.magics.look_inside_flags import add_inspect_commands
 from fray_jupyter.magics.session_flags import add_session_cell_arguments, add_session_commands
 from fray_jupyter.magics.workspace_flags import add_workspace_arguments
 

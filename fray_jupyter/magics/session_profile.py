@@ -4,7 +4,7 @@ capture of every host of a session, taken at once (``session.profiles.profile_ho
 Rules:
 
 * The line has a parser of its own (``PARSER``): here ``--cpu`` and ``--memory`` say what to
-  capture, as for ``%fray profile`` (``inspect_flags.add_capture_arguments``), not a session's
+  capture, as for ``%fray profile`` (``look_inside_flags.add_capture_arguments``), not a session's
   resources as for ``%fray session start``. A bad flag, kind, format or duration is a
   ``UsageError`` naming it; a session this kernel does not hold is one too.
 * Each host's capture is written next to the notebook (the kernel's working directory) under
@@ -22,8 +22,8 @@ from typing import Any, Final
 
 from IPython.display import display
 
-from fray_jupyter.magics.inspect import InspectFailed, capture_options
-from fray_jupyter.magics.inspect_flags import add_capture_arguments
+from fray_jupyter.magics.look_inside import InspectFailed, capture_options
+from fray_jupyter.magics.look_inside_flags import add_capture_arguments
 from fray_jupyter.magics.parsers import FrayParser, usage
 
 LABEL: Final[str] = "%fray session profile"

@@ -42,9 +42,9 @@ from fray_jupyter.server.handlers import (
     TaskHandler,
     UsersHandler,
 )
-from fray_jupyter.server.inspect import ExecHandler, ProfileHandler, ProfilesHandler, StoredCaptureHandler
 from fray_jupyter.server.link import ControllerLink
 from fray_jupyter.server.logs import LogDownloadHandler, LogsHandler
+from fray_jupyter.server.look_inside import ExecHandler, ProfileHandler, ProfilesHandler, StoredCaptureHandler
 from fray_jupyter.server.resubmit import ResubmitHandler
 from fray_jupyter.server.sessions import SessionsHandler
 from fray_jupyter.server.usage import TimelineHandler, UsageHandler

@@ -1,5 +1,5 @@
 """How a capture of a task (``client.inspection.Profile``) is shown in a notebook: the status
-panel's inspect buttons (``widgets.inspect``), ``%fray profile`` and ``%fray session profile`` show
+panel's inspect buttons (``widgets.look_inside``), ``%fray profile`` and ``%fray session profile`` show
 it alike, as one mime bundle (``bundle``).
 
 Rules:

@@ -38,7 +38,7 @@ Rules:
   at least every ``widgets.usage.REFRESH_S`` seconds, so usage shows even when no state changes.
   The request as sent (``views.request``, secrets redacted as Iris shows them) is drawn once.
 * Each task's row of CPU / Memory / Threads buttons captures a running task in the background and
-  shows the capture in the panel (``widgets.inspect``); it is redrawn with each poll.
+  shows the capture in the panel (``widgets.look_inside``); it is redrawn with each poll.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ from fray_jupyter.views.request import request_html
 from fray_jupyter.views.tree import failed_html, tree_lines
 from fray_jupyter.widgets import feed
 from fray_jupyter.widgets.endpoints import EndpointsView
-from fray_jupyter.widgets.inspect import InspectView
 from fray_jupyter.widgets.logbox import LogBox
+from fray_jupyter.widgets.look_inside import InspectView
 from fray_jupyter.widgets.snapshot import SnapshotOutput, diagnosed_html
 from fray_jupyter.widgets.tree import TreeView
 from fray_jupyter.widgets.usage import REFRESH_S, UsageView, reported
