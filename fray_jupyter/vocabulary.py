@@ -77,6 +77,15 @@ FILTER_STATES: Final[tuple[str, ...]] = ("pending", "building", "running", "succ
                                          "worker_failed", "unschedulable")
 """The job states a list can be filtered by, in the order a filter lists them."""
 
+NOT_LISTED: Final[str] = "not listed"
+"""A worker's status when the controller runs tasks on it but ``ListWorkers`` does not list it."""
+STATUS_TONES: Final[dict[str, str]] = {
+    "healthy": "success", "unhealthy": "danger", NOT_LISTED: OTHER_TONE,
+    "available": "success", "requesting": "active", "cooldown": "neutral", "backoff": "warning",
+    "quota_exceeded": "danger", "at_max_slices": "warning",
+}
+"""A worker's health or a scale group's availability status (Iris's names) → its tone; any other is neutral."""
+
 PLURALS: Final[dict[str, str]] = {"retry": "retries", "child": "children", "is": "are", "was": "were"}
 """Nouns whose plural is not the noun and an ``s``."""
 SIZE_UNITS: Final[tuple[str, ...]] = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
@@ -95,6 +104,12 @@ def look(name: str) -> StateLook:
     """How the state ``name`` is shown (see the module rules; an unknown name reads as itself)."""
     return STATES.get(name) or StateLook(name.replace("_", " ") or "unknown", OTHER_TONE, None, False,
                                          f'State "{name}".')
+
+
+def status_look(status: str) -> tuple[str, str]:
+    """A worker's or a scale group's status as (word, tone): Iris's name with ``_`` read as a space, and
+    ``STATUS_TONES``' tone."""
+    return status.replace("_", " "), STATUS_TONES.get(status, OTHER_TONE)
 
 
 def state_word(name: str) -> str:

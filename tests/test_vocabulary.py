@@ -155,3 +155,10 @@ def test_cpu_reads_in_cores_with_two_decimals_at_most() -> None:
     cases = {0: "0 cores", 4: "0 cores", 5: "0.01 cores", 750: "0.75 cores", 999: "1 core", 1000: "1 core",
              1004: "1 core", 1005: "1.01 cores", 1500: "1.5 cores", 12_000: "12 cores", -3: "0 cores"}
     assert {millicores: v.cores(millicores) for millicores in cases} == cases
+
+
+def test_a_worker_or_scale_group_status_reads_as_iris_names_it_in_a_known_tone() -> None:
+    assert set(v.STATUS_TONES.values()) <= set(v.TONE_COLORS)
+    assert v.status_look("at_max_slices") == ("at max slices", "warning")
+    assert v.status_look(v.NOT_LISTED) == ("not listed", v.OTHER_TONE)
+    assert v.status_look("some_new_status") == ("some new status", v.OTHER_TONE)

@@ -19,8 +19,8 @@ Rules:
 * Pending: the jobs with pending tasks (``GetSchedulerState``; without it, the pending jobs and their
   task counts), most tasks first, at most ``MAX_PENDING``, each with the controller's pending reason
   (``ListJobs`` of the pending jobs: the first 500).
-* A status's word is Iris's (``_`` read as a space); its tone is ``STATUS_TONES``' (the display
-  vocabulary's tones); ``healthy`` / ``unhealthy`` / ``not listed`` are a worker's.
+* A status reads as the display vocabulary says it (``vocabulary.status_look``: Iris's word, its
+  tone); ``healthy`` / ``unhealthy`` / ``not listed`` are a worker's.
 * Any of the reads but ``ListWorkers`` and ``GetAutoscalerStatus`` that a controller cannot answer
   is left out, with the one line why in ``note`` (``server.usage.extra``).
 """
@@ -43,7 +43,7 @@ from fray_jupyter.iris.states import MAX_LIST_JOBS_LIMIT
 from fray_jupyter.server import contract
 from fray_jupyter.server.handlers import FrayHandler
 from fray_jupyter.server.usage import extra
-from fray_jupyter.vocabulary import byte_size, cores
+from fray_jupyter.vocabulary import NOT_LISTED, byte_size, cores, status_look
 
 C = controller_pb2.Controller
 MAX_PENDING: Final[int] = 100
@@ -52,13 +52,6 @@ READERS: Final[int] = 8
 REQUEST_MAX_AGE_S: Final[float] = 600.0
 REQUESTS: Final[Expiring[tuple[str, str], job_pb2.ResourceSpecProto | None]] = Expiring(most=20_000)
 """(controller URL, job id) → the job's per-task request (None: the job is gone)."""
-NOT_LISTED: Final[str] = "not listed"
-STATUS_TONES: Final[dict[str, str]] = {
-    "healthy": "success", "unhealthy": "danger", NOT_LISTED: "neutral",
-    "available": "success", "requesting": "active", "cooldown": "neutral", "backoff": "warning",
-    "quota_exceeded": "danger", "at_max_slices": "warning",
-}
-"""A worker's or a scale group's status → its tone (anything else is neutral)."""
 
 
 @dataclass
@@ -140,11 +133,6 @@ def charge(amounts: Amounts, request: job_pb2.ResourceSpecProto, tasks: int) -> 
         amounts.words.setdefault(held[0], "count")
 
 
-def status_json(status: str) -> tuple[str, str]:
-    """A status as (word, tone) (module rules)."""
-    return status.replace("_", " "), STATUS_TONES.get(status, "neutral")
-
-
 def capacity_json(autoscaler: C.GetAutoscalerStatusResponse, listed: C.ListWorkersResponse,
                   scheduler: C.GetSchedulerStateResponse | None,
                   requests: Mapping[str, job_pb2.ResourceSpecProto],
@@ -161,13 +149,13 @@ def capacity_json(autoscaler: C.GetAutoscalerStatusResponse, listed: C.ListWorke
             charge(target, requests[bucket.job_id], bucket.count)
     workers = []
     for worker in listed.workers:
-        word, tone = status_json("healthy" if worker.healthy else "unhealthy")
+        word, tone = status_look("healthy" if worker.healthy else "unhealthy")
         held = amounts[worker.worker_id]
         workers.append(contract.CapacityWorker(
             worker_id=worker.worker_id, group=worker.scale_group, status=word, tone=tone,
             tasks=tasks[worker.worker_id], load=held.load(), line=held.line(), message=worker.status_message))
     for worker_id, held in sorted(unlisted.items()):
-        word, tone = status_json(NOT_LISTED)
+        word, tone = status_look(NOT_LISTED)
         workers.append(contract.CapacityWorker(
             worker_id=worker_id or "(no worker named)", group="", status=word, tone=tone,
             tasks=tasks[worker_id], load=0.0, line=held.line(sized=False),
@@ -193,7 +181,7 @@ def groups_json(autoscaler: C.GetAutoscalerStatusResponse, listed: C.ListWorkers
         for worker in members[name]:
             total.add(amounts[worker.worker_id])
         status = group.availability_status if group is not None and group.availability_status else ""
-        word, tone = status_json(status)
+        word, tone = status_look(status)
         slices = ", ".join(f"{count} {state}" for state, count in sorted(group.slice_state_counts.items()) if count) \
             if group is not None else ""
         device = (group.device_variant or group.device_type) if group is not None else ""
