@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from fray_jupyter.actors import wire
 from fray_jupyter.client.client import FrayClient
 from fray_jupyter.iris.proto.controller_pb2 import Controller
+from fray_jupyter.iris.wire import proxy_url
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class RegistryResolver:
     def resolved(self, endpoint: Controller.Endpoint) -> Resolved:
         """Where the calls to a listed endpoint go."""
         if self.proxy:
-            return Resolved(wire.proxy_base(self.client.url, endpoint.name), {}, endpoint.task_id,
+            return Resolved(proxy_url(self.client.url, endpoint.name), {}, endpoint.task_id,
                             auth=self.client.auth_headers, renew=self.client.reauthenticate)
         return Resolved(endpoint.address.rstrip("/"), dict(endpoint.metadata), endpoint.task_id)
 

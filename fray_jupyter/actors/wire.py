@@ -32,7 +32,7 @@ import cloudpickle
 import zstandard
 
 from fray_jupyter.iris.proto import actor_pb2
-from fray_jupyter.iris.wire import ACTOR_SERVICE, CONNECT_CODES, method_path, proxied, proxy_name
+from fray_jupyter.iris.wire import ACTOR_SERVICE, CONNECT_CODES, method_path
 
 
 class RemoteActorError(RuntimeError):
@@ -47,12 +47,6 @@ class RemoteActorError(RuntimeError):
 def path(method: str) -> str:
     """``/iris.actor.ActorService/<method>`` (``iris.wire.method_path``)."""
     return method_path(ACTOR_SERVICE, method)
-
-
-def proxy_base(controller_url: str, name: str) -> str:
-    """Where a controller relays calls to the endpoint ``name`` (``iris.wire.proxied`` under its
-    ``proxy_name``: Iris's ``ProxyResolver``)."""
-    return controller_url.rstrip("/") + proxied("", proxy_name(name))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ Rules:
   ``CONNECT_PROTOCOL_HEADER`` and its codec by content type (``PROTO_CONTENT_TYPE``, ``JSON_CONTENT_TYPE``).
 * A controller relays calls to a registered endpoint under ``/proxy/<proxy name>/…`` (``proxied``),
   the proxy name being the endpoint's name without its first ``/`` and with ``/`` as ``.``
-  (``proxy_name``; Iris's ``ProxyResolver``). A real Iris controller so proxies the finelog server it
+  (``proxy_name``; Iris's ``ProxyResolver``); a browser opens one at that path of the cluster's
+  dashboard (``proxy_link``). A real Iris controller so proxies the finelog server it
   runs beside, the registry entry ``/system/log-server``: ``system.log-server``.
   Tasks find it by looking up ``LOG_SERVER_ENDPOINT``; clients read logs (``FETCH_LOGS_PATH``) and
   status text (``STATS_QUERY_PATH``) through it; tasks post telemetry batches there too
@@ -68,6 +69,18 @@ def method_path(service: str, method: str) -> str:
 def proxied(path: str, proxy: str = LOG_SERVER_PROXY) -> str:
     """``path`` as a real Iris controller serves it under its ``/proxy/<proxy>`` prefix."""
     return f"/proxy/{proxy}{path}"
+
+
+def proxy_url(controller_url: str, endpoint: str) -> str:
+    """Where a controller at ``controller_url`` relays calls to the endpoint ``endpoint``:
+    ``<url>/proxy/<proxy name>`` (Iris's ``ProxyResolver``; what ``iris actor call`` uses)."""
+    return controller_url.rstrip("/") + proxied("", proxy_name(endpoint))
+
+
+def proxy_link(dashboard: str | None, endpoint: str) -> str:
+    """The endpoint ``endpoint`` opened in a browser through the cluster's proxy, as Iris's dashboard
+    serves it: ``<dashboard>/proxy/<proxy name>/``; "" without a dashboard (no proxy to reach)."""
+    return proxy_url(dashboard, endpoint) + "/" if dashboard else ""
 
 
 FETCH_LOGS_PATH: Final[str] = proxied(method_path(LOG_SERVICE, "FetchLogs"))

@@ -227,11 +227,15 @@ class JobOutputs(TypedDict):
 
 
 class Endpoint(TypedDict):
-    """One endpoint a task registered (an actor): its name, where it is served, the task serving it."""
+    """One endpoint a task registered (an actor, a trace viewer such as XProf): its name, where it is
+    served, the task serving it, and ``link``: the endpoint opened in a browser through the cluster's
+    dashboard, as Iris serves it (``<dashboard>/proxy/<proxy name>/``), or "" where the controller has
+    no such proxy (the embedded one)."""
 
     name: str
     address: str
     task_id: str
+    link: str
 
 
 class JobEndpoints(TypedDict):

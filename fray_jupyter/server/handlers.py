@@ -47,6 +47,7 @@ from fray_jupyter.client.discovery import NO_CONTROLLER_URL
 from fray_jupyter.client.listing import SCOPES, SORT_FIELDS
 from fray_jupyter.iris.states import JOB_STATES, MAX_LIST_JOBS_LIMIT, MAX_LIST_JOBS_OFFSET, task_id_for
 from fray_jupyter.iris.user import resolve_user
+from fray_jupyter.iris.wire import proxy_link
 from fray_jupyter.server import contract, serialize
 from fray_jupyter.server.link import ControllerLink
 from fray_jupyter.server.watch import ChangeHub
@@ -308,9 +309,9 @@ class OutputsHandler(FrayHandler):
 
 
 class EndpointsHandler(FrayHandler):
-    """``GET /fray/jobs/<id>/endpoints``: the endpoints (actors) registered under the job and the
-    jobs below it, by name (``ListEndpoints`` with the prefix ``<id>/``); none where the controller
-    has no endpoint registry."""
+    """``GET /fray/jobs/<id>/endpoints``: the endpoints (actors, trace viewers) registered under the job
+    and the jobs below it, by name (``ListEndpoints`` with the prefix ``<id>/``), each with its link
+    through the cluster's proxy (``proxy_link``); none where the controller has no endpoint registry."""
 
     @tornado.web.authenticated
     async def get(self, job_id: str) -> None:
@@ -321,7 +322,9 @@ class EndpointsHandler(FrayHandler):
                 if error.code != "unimplemented":
                     raise
                 return []
-            return [contract.Endpoint(name=e.name, address=e.address, task_id=e.task_id)
+            dashboard = client.cluster.dashboard_url if client.cluster is not None else None
+            return [contract.Endpoint(name=e.name, address=e.address, task_id=e.task_id,
+                                      link=proxy_link(dashboard, e.name))
                     for e in sorted(found, key=lambda e: e.name)]
         self.reply(contract.JobEndpoints(endpoints=await self.call(read)))
 

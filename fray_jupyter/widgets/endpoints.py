@@ -1,5 +1,6 @@
 """``EndpointsView``: the endpoints a running job's tasks (and its children's) registered — its
-actors: name, address, task — as the status panel lists them (``views.endpoints``).
+actors, a trace viewer: name, address, task, and the link through the cluster's proxy — as the status
+panel lists them (``views.endpoints``).
 
 Rules: read with each poll of the panel (``read``), by name; a controller without an endpoint
 registry lists none, a job that has ended has none, and a transient failure keeps what was shown.
@@ -13,6 +14,7 @@ from fray_jupyter.client.client import FrayClient
 from fray_jupyter.client.errors import FrayError
 from fray_jupyter.iris.proto import job_pb2
 from fray_jupyter.iris.states import is_job_finished
+from fray_jupyter.iris.wire import proxy_link
 from fray_jupyter.views.endpoints import endpoints_html
 
 
@@ -21,22 +23,24 @@ class EndpointsView(widgets.HTML):
 
     def __init__(self) -> None:
         super().__init__()
-        self.listed: tuple[tuple[str, str, str], ...] = ()
+        self.listed: tuple[tuple[str, str, str, str], ...] = ()
 
     def read(self, client: FrayClient, job_id: str, status: job_pb2.JobStatus) -> bool:
-        """Read ``(name, address, task)`` of the endpoints under the job; True if they changed."""
+        """Read ``(name, address, task, link)`` of the endpoints under the job; True if they changed."""
         found = self._read(client, job_id, status)
         changed, self.listed = found != self.listed, found
         return changed
 
-    def _read(self, client: FrayClient, job_id: str, status: job_pb2.JobStatus) -> tuple[tuple[str, str, str], ...]:
+    def _read(self, client: FrayClient, job_id: str,
+              status: job_pb2.JobStatus) -> tuple[tuple[str, str, str, str], ...]:
         if is_job_finished(status.state):
             return ()
         try:
             found = client.endpoints(f"{job_id}/")
         except FrayError as error:
             return () if error.code == "unimplemented" else self.listed
-        return tuple(sorted((e.name, e.address, e.task_id) for e in found))
+        dashboard = client.cluster.dashboard_url if client.cluster is not None else None
+        return tuple(sorted((e.name, e.address, e.task_id, proxy_link(dashboard, e.name)) for e in found))
 
     def show(self) -> None:
         """Draw the endpoints as last read."""

@@ -1,15 +1,30 @@
 /**
- * A job's endpoints (its actors) in the open job's view: name, address and the task serving each,
+ * A job's endpoints (its actors, a trace viewer) in the open job's view: name (a link through the
+ * cluster's proxy where it has one), address and the task serving each,
  * read from `GET /fray/jobs/<id>/endpoints` when the job opens and every `REFRESH_MS` while it
  * runs, so members show as they register and go as their tasks end. Hidden while there are none;
  * a failed read shows its one line and is tried again at the next refresh.
  */
 import { getEndpoints } from './api';
-import { el } from './dom';
+import { el, NEW_TAB } from './dom';
 import type { IEndpoint } from './types';
 
 /** How often a running job's endpoints are read again. */
 export const REFRESH_MS = 2000;
+
+/** An endpoint's name: a link that opens it through the cluster's proxy where it has one (an XProf or
+ * TensorBoard a task serves, say), else its name as text. */
+function endpointName(endpoint: IEndpoint): HTMLElement {
+  if (!endpoint.link) {
+    return el('td', { text: endpoint.name, attrs: { title: endpoint.name } });
+  }
+  const link = el('a', {
+    className: 'fj-Link',
+    text: endpoint.name,
+    attrs: { href: endpoint.link, title: `Open ${endpoint.name} through the cluster's proxy`, ...NEW_TAB }
+  });
+  return el('td', { children: [link] });
+}
 
 /** The rows of an endpoints table, by name. */
 export function endpointRows(endpoints: IEndpoint[]): HTMLElement[] {
@@ -18,9 +33,10 @@ export function endpointRows(endpoints: IEndpoint[]): HTMLElement[] {
     .map(endpoint =>
       el('tr', {
         attrs: { 'data-endpoint': endpoint.name },
-        children: [endpoint.name, endpoint.address, endpoint.task_id].map(text =>
-          el('td', { text, attrs: { title: text } })
-        )
+        children: [
+          endpointName(endpoint),
+          ...[endpoint.address, endpoint.task_id].map(text => el('td', { text, attrs: { title: text } }))
+        ]
       })
     );
 }

@@ -188,6 +188,7 @@ export interface IEndpoint {
   name: string;
   address: string;
   task_id: string;
+  link: string;
 }
 
 /** `GET /fray/jobs/<id>/endpoints`: the endpoints registered under the job (its children's too). */
