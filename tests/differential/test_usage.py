@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Iterator
 
 import pytest
 
@@ -42,9 +41,11 @@ def _latest(client: FrayClient, task_id: str, column: str, least: int) -> dict[s
 
 
 @pytest.fixture(scope="module")
-def sampled(twin: FrayClient, embedded: FrayClient) -> Iterator[dict[str, dict[str, dict[str, object]]]]:
+def sampled(twin: FrayClient, embedded: FrayClient) -> dict[str, dict[str, dict[str, object]]]:
     """On each controller: the newest sample of a holding task and of a spinning one, and the
-    dashboard's history query's answer, while both run."""
+    dashboard's history query's answer, while both run. Both are stopped before any test reads them
+    (a spinning task would take a core from every test after it, and the twin scaled up for them
+    must be at rest before the next test waits for it)."""
     found: dict[str, dict[str, dict[str, object]]] = {}
     jobs: dict[str, list[str]] = {}
     try:
@@ -57,12 +58,12 @@ def sampled(twin: FrayClient, embedded: FrayClient) -> Iterator[dict[str, dict[s
             found[client.url] = {"hold": _latest(client, f"{hold}/0", "memory_mb", HELD_MIB),
                                  "spin": _latest(client, f"{spin}/0", "cpu_millicores", 200)}
             (found[client.url]["history"], *_) = usage.stats_rows(client, usage.usage_history_sql(f"{hold}/0", 0))
-        yield found
     finally:
         for client in (twin, embedded):
             for job_id in jobs.get(client.url, []):
                 client.terminate(job_id)
         wait_at_rest(twin)
+    return found
 
 
 def test_held_memory_is_within_10_percent_on_both_and_of_the_truth(twin: FrayClient, embedded: FrayClient,
