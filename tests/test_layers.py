@@ -215,3 +215,13 @@ def test_the_docs_draw_the_imports_as_they_are() -> None:
     for line in drawing().splitlines()[1:]:
         importer, _, imported = line.strip().partition(" --> ")
         assert importer == "surfaces" or imported in ALLOWED[importer], line
+
+
+MAX_MODULE_LINES: Final = 450
+"""A module longer than this does more than one job (generated protobuf modules are not ours)."""
+
+
+def test_no_module_is_over_the_line_limit() -> None:
+    long = {name: lines for name, path in modules().items()
+            if ".iris.proto." not in f"{name}." and (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {long}"

@@ -1,13 +1,12 @@
 """The JSON the server extension answers, once: each REST body as a ``TypedDict``.
 
 Rules: ``serialize`` and the handlers build their answers as these types (``mypy --strict`` checks
-every key and value), and ``labextension/src/types.ts`` declares the same shapes as
-``I<Name>`` interfaces, field for field (``tests/test_server_contract.py`` fails when they
-disagree). Times are epoch milliseconds or null; every string that came from a job is data.
+every key and value), and ``labextension/src/types.ts`` declares the same shapes as ``I<Name>``
+interfaces, field for field (``tests/test_server_contract.py`` fails when they disagree). Times are
+epoch milliseconds or null; every string that came from a job is data.
 
-They are ``TypedDict`` rather than pydantic models because the extension only re-shapes Iris
-messages it already trusts: nothing to validate, and importing the server must not load pydantic
-(``tests/test_import_budget.py``).
+They are ``TypedDict``, not pydantic models: the extension only re-shapes Iris messages it already
+trusts, and importing the server must not load pydantic (``tests/test_import_budget.py``).
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ from typing import TypedDict
 
 
 class Job(TypedDict):
-    """One job as the list and the detail view show it; ``replicas`` is its task count; ``name`` is
-    the last component of its id (a child's own name); ``parent_job_id`` ("" for a root job) and
-    ``has_children`` are what the controller says (``FrayClient.list``)."""
+    """One job as the list and the detail view show it: ``replicas`` is its task count, ``name`` its id's
+    last component; ``parent_job_id`` ("" for a root) and ``has_children`` as the controller says them."""
 
     job_id: str
     parent_job_id: str
@@ -227,10 +225,8 @@ class JobOutputs(TypedDict):
 
 
 class Endpoint(TypedDict):
-    """One endpoint a task registered (an actor, a trace viewer such as XProf): its name, where it is
-    served, the task serving it, and ``link``: the endpoint opened in a browser through the cluster's
-    dashboard, as Iris serves it (``<dashboard>/proxy/<proxy name>/``), or "" where the controller has
-    no such proxy (the embedded one)."""
+    """One endpoint a task registered (an actor, XProf): its name, address, task, and ``link`` through
+    the cluster's proxy (``iris.wire.proxy_link``; "" where there is none, as on the embedded controller)."""
 
     name: str
     address: str
