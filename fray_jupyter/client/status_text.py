@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fray_jupyter.client.usage import sql_string
 from fray_jupyter.iris import arrow_ipc
 from fray_jupyter.iris.wire import STATUS_TEXT_NAMESPACE
 
@@ -35,13 +36,9 @@ class StatusText:
     ts_ms: int = field(default=0, compare=False)
 
 
-def _quoted(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def status_text_sql(task_ids: Iterable[str], since_ms: int) -> str:
     """The SQL for the newest report of each of ``task_ids`` made at or after ``since_ms``."""
-    listed = ", ".join(_quoted(task_id) for task_id in task_ids)
+    listed = ", ".join(sql_string(task_id) for task_id in task_ids)
     return (
         "SELECT task_id, attempt_id, ts, status_text_detail_md, status_text_summary_md FROM ("
         "SELECT task_id, attempt_id, ts, status_text_detail_md, status_text_summary_md, "

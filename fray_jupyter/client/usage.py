@@ -48,13 +48,14 @@ SIGKILL_EXIT_CODES: Final[frozenset[int]] = frozenset({137, -9})
 _SAMPLE_COLUMNS: Final[str] = "task_id, attempt_id, ts, cpu_millicores, memory_mb, memory_peak_mb, disk_mb"
 
 
-def _quoted(text: str) -> str:
+def sql_string(text: str) -> str:
+    """``text`` as an SQL string literal for the stats service's queries (a quote doubled)."""
     return "'" + text.replace("'", "''") + "'"
 
 
 def latest_usage_sql(task_ids: Iterable[str]) -> str:
     """The dashboard's job-page query: the newest sample of each of ``task_ids``."""
-    listed = ", ".join(_quoted(task_id) for task_id in task_ids)
+    listed = ", ".join(sql_string(task_id) for task_id in task_ids)
     return ('SELECT task_id, attempt_id, cpu_millicores, memory_mb, memory_peak_mb FROM "iris.task" '
             f"WHERE task_id IN ({listed}) QUALIFY row_number() OVER (PARTITION BY task_id ORDER BY ts DESC) = 1")
 
@@ -62,19 +63,19 @@ def latest_usage_sql(task_ids: Iterable[str]) -> str:
 def usage_history_sql(task_id: str, attempt_id: int, limit: int = 200) -> str:
     """The dashboard's task-page query: an attempt's newest ``limit`` samples, newest first."""
     return ('SELECT ts, cpu_millicores, memory_mb, memory_peak_mb, disk_mb FROM "iris.task" '
-            f"WHERE task_id = {_quoted(task_id)} AND attempt_id = {int(attempt_id)} ORDER BY ts DESC LIMIT {int(limit)}")
+            f"WHERE task_id = {sql_string(task_id)} AND attempt_id = {int(attempt_id)} ORDER BY ts DESC LIMIT {int(limit)}")
 
 
 def job_usage_sql(task_ids: Iterable[str], since_ms: int) -> str:
     """Every sample of ``task_ids`` since ``since_ms``, oldest first (at most ``MAX_SAMPLES``)."""
-    listed = ", ".join(_quoted(task_id) for task_id in task_ids)
+    listed = ", ".join(sql_string(task_id) for task_id in task_ids)
     return (f'SELECT {_SAMPLE_COLUMNS} FROM "iris.task" WHERE task_id IN ({listed}) '
             f"AND ts >= to_timestamp_millis({int(since_ms)}) ORDER BY ts ASC LIMIT {MAX_SAMPLES}")
 
 
 def task_events_sql(task_ids: Iterable[str]) -> str:
     """Every event of ``task_ids``, oldest first."""
-    listed = ", ".join(_quoted(task_id) for task_id in task_ids)
+    listed = ", ".join(sql_string(task_id) for task_id in task_ids)
     return ('SELECT task_id, attempt_id, ts, type, reason, message, source, count FROM "iris.task_event" '
             f"WHERE task_id IN ({listed}) ORDER BY ts ASC")
 
@@ -89,7 +90,8 @@ def stats_rows(client: FrayClient, sql: str) -> list[dict[str, Any]]:
         raise
 
 
-def _int(value: Any) -> int:
+def row_int(value: Any) -> int:
+    """A stats row's number as an int (0 for a null or a value of another type)."""
     return int(value) if isinstance(value, int | float) else 0
 
 
@@ -101,9 +103,9 @@ def job_usage(client: FrayClient, job: job_pb2.JobStatus, since_ms: int | None =
     since = job.submitted_at.epoch_ms if since_ms is None else max(since_ms, job.submitted_at.epoch_ms)
     for row in stats_rows(client, job_usage_sql(task_ids, since)):
         if row.get("task_id") in samples:
-            samples[row["task_id"]].append(Sample(_int(row.get("ts")), _int(row.get("attempt_id")),
-                                                  _int(row.get("cpu_millicores")), _int(row.get("memory_mb")),
-                                                  _int(row.get("memory_peak_mb")), _int(row.get("disk_mb"))))
+            samples[row["task_id"]].append(Sample(row_int(row.get("ts")), row_int(row.get("attempt_id")),
+                                                  row_int(row.get("cpu_millicores")), row_int(row.get("memory_mb")),
+                                                  row_int(row.get("memory_peak_mb")), row_int(row.get("disk_mb"))))
     cpu, memory = job.resources.cpu_millicores, job.resources.memory_bytes // MIB
     return {task_id: TaskUsage(task_id, tuple(found), cpu, memory) for task_id, found in samples.items()}
 
@@ -112,8 +114,8 @@ def task_events(client: FrayClient, task_ids: Sequence[str]) -> list[TaskEvent]:
     """The events of ``task_ids``, oldest first."""
     if not task_ids:
         return []
-    return [TaskEvent(str(row.get("task_id")), _int(row.get("attempt_id")), _int(row.get("ts")), str(row.get("type")),
-                      str(row.get("reason")), str(row.get("message")), str(row.get("source")), _int(row.get("count")))
+    return [TaskEvent(str(row.get("task_id")), row_int(row.get("attempt_id")), row_int(row.get("ts")), str(row.get("type")),
+                      str(row.get("reason")), str(row.get("message")), str(row.get("source")), row_int(row.get("count")))
             for row in stats_rows(client, task_events_sql(task_ids))]
 
 

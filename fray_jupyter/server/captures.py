@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from fray_jupyter.client.inspection import FORMATS
+from fray_jupyter.client.usage import row_int, sql_string
 from fray_jupyter.iris.states import task_id_for
 from fray_jupyter.server import contract
 
@@ -122,13 +123,9 @@ class CaptureStore:
         return next((c for c in self.of_job(url, job_id) if c.capture_id == capture_id), None)
 
 
-def _quoted(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def history_sql(job_id: str, task_count: int) -> str:
     """The controller's newest ``MAX_LISTED`` captures of the job's tasks: not their bytes, their MD5."""
-    sources = ", ".join(_quoted(task_id_for(job_id, index)) for index in range(max(task_count, 1)))
+    sources = ", ".join(sql_string(task_id_for(job_id, index)) for index in range(max(task_count, 1)))
     return ('SELECT source, attempt_id, captured_at, duration_seconds, type, format, trigger, '
             f'md5(profile_data) AS digest FROM "iris.profile" WHERE source IN ({sources}) '
             f"ORDER BY captured_at DESC LIMIT {MAX_LISTED}")
@@ -138,13 +135,9 @@ def capture_sql(job_id: str, index: int, captured_ms: int, profile_type: str) ->
     """The bytes and format of the controller's capture of task ``index`` of that type made in that
     millisecond (a store keeping finer times still matches)."""
     return ('SELECT profile_data, format, attempt_id, duration_seconds, trigger FROM "iris.profile" '
-            f"WHERE source = {_quoted(task_id_for(job_id, index))} AND type = {_quoted(profile_type)} "
+            f"WHERE source = {sql_string(task_id_for(job_id, index))} AND type = {sql_string(profile_type)} "
             f"AND captured_at >= to_timestamp_millis({int(captured_ms)}) "
             f"AND captured_at < to_timestamp_millis({int(captured_ms) + 1}) LIMIT 1")
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) else 0
 
 
 def controller_capture(url: str, job_id: str, row: dict[str, Any], data: bytes = b"") -> Capture | None:
@@ -153,10 +146,10 @@ def controller_capture(url: str, job_id: str, row: dict[str, Any], data: bytes =
     index = str(row.get("source", "")).rpartition("/")[2]
     if known is None or not index.isdigit():
         return None
-    ms, profile_type = _int(row.get("captured_at")), str(row.get("type"))
+    ms, profile_type = row_int(row.get("captured_at")), str(row.get("type"))
     attempt = row.get("attempt_id")
     return Capture(f"c-{int(index)}-{ms}-{profile_type}", url, job_id, int(index),
-                   attempt if isinstance(attempt, int) else None, known[0], known[1], _int(row.get("duration_seconds")),
+                   attempt if isinstance(attempt, int) else None, known[0], known[1], row_int(row.get("duration_seconds")),
                    ms, ms, data, "controller", str(row.get("trigger") or "on_demand"), len(data),
                    str(row.get("digest") or "") or hashlib.md5(data, usedforsecurity=False).hexdigest())
 
