@@ -28,7 +28,7 @@ class ScriptedController:
     state: int = J.JOB_STATE_RUNNING
     error: str = ""
     url: str = "http://scripted.invalid"
-    cluster: None = None  # no named cluster: no dashboard to link endpoints through
+    dashboard_url: None = None  # no named cluster: no dashboard to link endpoints through
     task_states: list[int] = field(default_factory=lambda: [J.TASK_STATE_RUNNING, J.TASK_STATE_RUNNING])
     rows: list[LogEntry] = field(default_factory=list)
     fail_with: Exception | None = None

@@ -176,6 +176,11 @@ class FrayClient(ClusterVerbs):
         """The named cluster this client is on, or None (the embedded controller or a URL)."""
         return self.cluster.name if self.cluster is not None else None
 
+    @property
+    def dashboard_url(self) -> str | None:
+        """The named cluster's dashboard (where its proxy serves endpoints), or None off a named cluster."""
+        return self.cluster.dashboard_url if self.cluster is not None else None
+
     def __repr__(self) -> str:
         where = f"cluster={self.cluster.name!r}, " if self.cluster is not None else ""
         return f"FrayClient({where}{self.url!r})"

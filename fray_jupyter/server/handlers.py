@@ -322,9 +322,8 @@ class EndpointsHandler(FrayHandler):
                 if error.code != "unimplemented":
                     raise
                 return []
-            dashboard = client.cluster.dashboard_url if client.cluster is not None else None
             return [contract.Endpoint(name=e.name, address=e.address, task_id=e.task_id,
-                                      link=proxy_link(dashboard, e.name))
+                                      link=proxy_link(client.dashboard_url, e.name))
                     for e in sorted(found, key=lambda e: e.name)]
         self.reply(contract.JobEndpoints(endpoints=await self.call(read)))
 

@@ -108,7 +108,7 @@ class ControllerLink:
             client = self.client(start=start)
         except FrayError as error:  # none configured or running, or the one started did not come up
             return LinkStatus("", False, str(error), name)
-        dashboard = client.cluster.dashboard_url if client.cluster is not None else None
+        dashboard = client.dashboard_url
         heard: list[retry.Retrying] = []
         try:
             with retry.watching_here(heard.append):

@@ -39,8 +39,7 @@ class EndpointsView(widgets.HTML):
             found = client.endpoints(f"{job_id}/")
         except FrayError as error:
             return () if error.code == "unimplemented" else self.listed
-        dashboard = client.cluster.dashboard_url if client.cluster is not None else None
-        return tuple(sorted((e.name, e.address, e.task_id, proxy_link(dashboard, e.name)) for e in found))
+        return tuple(sorted((e.name, e.address, e.task_id, proxy_link(client.dashboard_url, e.name)) for e in found))
 
     def show(self) -> None:
         """Draw the endpoints as last read."""
