@@ -22,10 +22,12 @@ from fray_jupyter.magics import ControllerError
 from fray_jupyter.magics.look_inside import InspectFailed
 from tests.controller_harness import ControllerProcess, launch_request
 from tests.jupyter_isolation import magics_controller, magics_shell
+from tests.waiting import until
 
 USER = "inspector"
 SLEEPER = ("exec python -c 'import time\ndef stuck_waiting():\n    while True: time.sleep(0.001); sum(range(200000))\n"
            "stuck_waiting()'")  # busy enough for py-spy's samples (it skips idle threads)
+STUCK_FRAME = "stuck_waiting (<string>:3)"
 pytestmark = pytest.mark.skipif(profiling.tool("py-spy") is None, reason="py-spy is not installed")
 
 
@@ -46,9 +48,9 @@ def sleeper(controller: ControllerProcess) -> Iterator[JobHandle]:
     client = FrayClient(controller.info.url, controller.info.token)
     job_id = client.submit(launch_request(f"sleeper-{time.monotonic_ns()}", SLEEPER, user=USER))
     handle = JobHandle(job_id, client)
-    deadline = time.monotonic() + 30
-    while "stuck_waiting" not in _dump(handle):
-        assert time.monotonic() < deadline, "the sleeper never reached stuck_waiting"
+    # The frame, not the name: the dump's header shows the command line, which holds the name
+    # before the interpreter has reached the function.
+    until(lambda: STUCK_FRAME in _dump(handle), "the sleeper's dump shows it in stuck_waiting")
     yield handle
     handle.cancel()
     client.close()
@@ -62,7 +64,7 @@ def _dump(handle: JobHandle) -> str:
 
 
 def test_the_handle_profiles_dumps_and_execs(sleeper: JobHandle, tmp_path: Path) -> None:
-    assert "stuck_waiting (<string>:3)" in sleeper.threads()
+    assert STUCK_FRAME in sleeper.threads()
     cpu = sleeper.profile(kind="cpu", seconds=1, fmt="raw")
     assert "stuck_waiting" in cpu.text() and cpu.extension == "txt"
     saved = sleeper.profile(seconds=1).save(tmp_path)
