@@ -88,29 +88,49 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 TIMES_ENV = "FRAY_TEST_TIMES"
 """Set to a file path to have a row appended to it for every test, tab-separated: node id, wall
-seconds (setup, call and teardown), CPU seconds of the test process, and of the children it
-reaped (subprocesses, controllers, twins: counted when they end). Where the suite's time and
-cores go (``docs/development.md``, "Tests")."""
+seconds (setup, call and teardown), and CPU seconds of the test process's whole tree: itself, the
+processes it reaped, and every live descendant (a module's controller or twin, their tasks, a
+kernel), so a long-lived fixture's cost lands on the tests it runs under. Where the suite's time
+and cores go (``docs/development.md``, "Tests")."""
+
+
+def _tree_cpu() -> float:
+    """CPU seconds of this process, its reaped children, and its live descendants with what they reaped."""
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        ticks[int(entry)] = sum(int(field) for field in fields[11:15])  # utime stime cutime cstime
+    me = os.getpid()
+    for pid, count in ticks.items():
+        ancestor = parents.get(pid, 0)
+        while ancestor > 1 and ancestor != me:
+            ancestor = parents.get(ancestor, 0)
+        if ancestor == me:
+            total += count / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> object:
-    """Record the test's wall and CPU time when ``$FRAY_TEST_TIMES`` names a file."""
+    """Record the test's wall and process-tree CPU time when ``$FRAY_TEST_TIMES`` names a file."""
     target = os.environ.get(TIMES_ENV)
     if not target:
         yield
         return
-    start, own, children = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF), \
-        resource.getrusage(resource.RUSAGE_CHILDREN)
+    start, cpu = time.monotonic(), _tree_cpu()
     yield
-    now_own, now_children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-
-    def cpu(before: resource.struct_rusage, after: resource.struct_rusage) -> float:
-        return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-
     with open(target, "a", encoding="utf-8") as out:
-        out.write(f"{item.nodeid}\t{time.monotonic() - start:.2f}\t{cpu(own, now_own):.2f}\t"
-                  f"{cpu(children, now_children):.2f}\n")
+        out.write(f"{item.nodeid}\t{time.monotonic() - start:.2f}\t{_tree_cpu() - cpu:.2f}\n")
 
 
 @pytest.fixture(scope="session")
