@@ -6,9 +6,10 @@ the server tests, close a loop Playwright's sync API still runs). Name the folde
 ``pytest tests/ui`` (``scripts/test`` runs both).
 
 With pytest-xdist (``scripts/test`` runs ``-n 3 --dist loadscope``), each test module runs whole
-on one worker, so its module fixtures (a controller, a genuine Iris cluster) start once. The
-differential suite's modules, which share a twin and an embedded controller, run as two units
-rather than one each (``tests/work_units.py``): two twins, each up only while its unit runs."""
+on one worker, so its module fixtures (a controller, a genuine Iris cluster) start once. Fixtures
+several modules share (the differential suite's twin and embedded controller) are session-scoped:
+they start once on each worker that runs one of those modules, so the modules spread over the
+workers rather than queue on one (the differential suite alone is longer than the rest)."""
 
 from __future__ import annotations
 
@@ -74,16 +75,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         import shutil
 
         shutil.rmtree(made, ignore_errors=True)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """Under ``--dist loadscope``, the units of ``tests/work_units.py``; otherwise xdist's own choice."""
-    if config.getvalue("dist") != "loadscope":
-        return None
-    from tests.work_units import ModuleUnits
-
-    return ModuleUnits(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
