@@ -6,10 +6,10 @@ the server tests, close a loop Playwright's sync API still runs). Name the folde
 ``pytest tests/ui`` (``scripts/test`` runs both).
 
 With pytest-xdist (``scripts/test`` runs ``-n 3 --dist loadscope``), each test module runs whole
-on one worker, so its module fixtures (a controller, a genuine Iris cluster) start once. Fixtures
-several modules share (the differential suite's twin and embedded controller) are session-scoped:
-they start once on each worker that runs one of those modules, so the modules spread over the
-workers rather than queue on one (the differential suite alone is longer than the rest)."""
+on one worker, so its module fixtures (a controller, a genuine Iris cluster) start once. The
+differential suite's modules are handed out first (``tests/work_units.py``), so they spread over the
+workers, and the twin and embedded controller they share (package-scoped) stop on each worker once
+it is done with them."""
 
 from __future__ import annotations
 
@@ -75,6 +75,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         import shutil
 
         shutil.rmtree(made, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under ``--dist loadscope``, the order of ``tests/work_units.py``; otherwise xdist's own choice."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from tests.work_units import DifferentialFirst
+
+    return DifferentialFirst(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,5 +1,6 @@
-"""The two controllers of the differential suite, one of each per test worker (session-scoped, so a
-worker that runs several of the suite's modules starts them once): a genuine Iris
+"""The two controllers of the differential suite, package-scoped (a worker starts them with its first
+module of the suite and stops them when it goes on to other modules; ``tests/work_units.py`` hands the
+suite's modules out first, so that happens once per worker): a genuine Iris
 local cluster (the twin) and the embedded controller, both with the built-in cluster profile, and both
 granting endpoint leases as short as ``LEASE_FLOOR_S`` (``$FRAY_MIN_ENDPOINT_LEASE_S``: Iris's floor is
 3 minutes; only a registration asking for less is affected)."""
@@ -45,7 +46,7 @@ def wait_at_rest(twin: FrayClient) -> None:
           hang_guard=REST_TIMEOUT)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
     """A genuine Iris local cluster with the built-in profile, its warm slices up."""
     if iris_local.unavailable_reason() is not None:
@@ -59,7 +60,7 @@ def twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
     """The embedded controller with the same (built-in) profile."""
     root = tmp_path_factory.mktemp("embedded")
