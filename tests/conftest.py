@@ -120,13 +120,13 @@ def _tree_cpu() -> float:
             continue
         parents[int(entry)] = int(fields[1])
         ticks[int(entry)] = sum(int(field) for field in fields[11:15])  # utime stime cutime cstime
-    me = os.getpid()
+    me, per_second = os.getpid(), os.sysconf("SC_CLK_TCK")
     for pid, count in ticks.items():
         ancestor = parents.get(pid, 0)
         while ancestor > 1 and ancestor != me:
             ancestor = parents.get(ancestor, 0)
         if ancestor == me:
-            total += count / os.sysconf("SC_CLK_TCK")
+            total += count / per_second
     return total
 
 
