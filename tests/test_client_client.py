@@ -53,7 +53,10 @@ class FakeTransport:
 
 @pytest.fixture
 def client(monkeypatch: pytest.MonkeyPatch) -> Iterator[FrayClient]:
+    """A client of the scripted transport, its retries timed by an ``InstantClock``: on the wall clock a
+    loaded machine's stall between two sends could use up the 0.5 s budget and end a retry early."""
     monkeypatch.setitem(TRANSPORTS, "fake", FakeTransport)
+    monkeypatch.setattr(retry, "CLOCK", InstantClock())
     monkeypatch.setattr(client_module, "LOG_DRAIN_GRACE", 0.001)
     FakeTransport.script, FakeTransport.calls = {}, []
     with FrayClient(URL, retry_for=0.5) as opened:
@@ -87,11 +90,11 @@ def test_idempotent_calls_retry_while_unavailable(client: FrayClient) -> None:
     assert methods() == ["GetJobStatus"] * 3
 
 
-def test_retries_stop_at_the_deadline(client: FrayClient, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_retries_stop_at_the_deadline(client: FrayClient) -> None:
     """A local controller's policy: back off about doubling (within its jitter) while the next
     retry still starts within ``retry_for``; then raise, with the job named."""
-    clock = InstantClock()
-    monkeypatch.setattr(retry, "CLOCK", clock)
+    clock = retry.CLOCK
+    assert isinstance(clock, InstantClock)
     FakeTransport.script["GetJobStatus"] = [unavailable()]
     with pytest.raises(ControllerUnreachable) as caught:
         client.status("/u/j")
