@@ -10,7 +10,13 @@ made by ``api.ts``'s ``frayUrl``, every route the server answers by ``server.ext
 a download link, an output file's image, a profile capture, and Notebook 7's own shell — where a path
 that forgets the base URL shows up as a failed request in the watch every test runs under. One run at
 the root proves the rest, which do not depend on where the server is mounted. ``-k root`` or ``-k hub``
-picks one. Each base URL has its own server, started before its first test."""
+picks one. Each base URL has its own server, started before its first test.
+
+The tests of a base URL share one browser context, each with a page of its own (closed after it): so
+Chromium compiles JupyterLab's scripts once and serves them from its cache after, which took about two
+thirds of the CPU of a page load when every test had a context of its own. Nothing a test checks lives
+in the context: JupyterLab keeps its layout and our panel's state in the server's workspace, and each
+test opens a workspace of its own (``Lab.open_url``)."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from typing import Any, Final
 import pytest
 from frontend_errors import FrontendErrors
 from labserver import Lab, launch_args, running_lab
+from playwright.sync_api import Browser, BrowserContext, Page
 
 BASE_URLS: Final[dict[str, str]] = {"root": "/", "hub": "/user/alice/"}
 
@@ -52,6 +59,22 @@ def lab(tmp_path_factory: pytest.TempPathFactory, base_url: str) -> Iterator[Lab
     """A ``jupyter lab`` serving a temporary folder under ``base_url``, stopped after its tests."""
     with running_lab(tmp_path_factory.mktemp("lab"), base_url=base_url) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def context(browser: Browser, browser_context_args: dict[str, Any], base_url: str) -> Iterator[BrowserContext]:
+    """Overrides pytest-playwright's: one browser context per base URL (see the module's docstring)."""
+    shared = browser.new_context(**browser_context_args)
+    yield shared
+    shared.close()
+
+
+@pytest.fixture
+def page(context: BrowserContext) -> Iterator[Page]:
+    """Overrides pytest-playwright's: a new page in the shared context, closed after the test."""
+    opened = context.new_page()
+    yield opened
+    opened.close()
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,9 @@ harmless shell error on some mounts).
 What keeps the server hermetic and quiet: ``--allow-root`` (CI runs as root, and JupyterLab exits at
 start-up as root without it); the "official Jupyter news" toast, which covers the bottom-right corner
 and which ``--LabApp.news_url=None`` does not remove, is turned off by a user-settings file
-(``notification.jupyterlab-settings``) under ``JUPYTERLAB_SETTINGS_DIR``; every Jupyter data, runtime
-and workspace dir is under the test's own folder, and deleted files are not moved to a trash folder."""
+(``notification.jupyterlab-settings``) under ``JUPYTERLAB_SETTINGS_DIR``; every Jupyter config, data,
+runtime and workspace dir is under the test's own folder (the config dir's ``labconfig/page_config.json``
+turns off the build check), and deleted files are not moved to a trash folder."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ CHROMIUM = "/usr/lib/chromium/chromium" if Path("/usr/lib/chromium/chromium").ex
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
 NOTIFICATION_SETTINGS = {"fetchNews": "false", "checkForUpdates": False}
+# No "build recommended" check: on every page load it runs node twice (yarn's config, node's version)
+# to see whether a source build is due, which a prebuilt extension never needs.
+PAGE_CONFIG = {"buildCheck": False, "buildAvailable": False}
 START_TIMEOUT = 60.0
 KERNEL_IDLE = ("() => { const w = window.jupyterapp?.shell.currentWidget;"
                " return w?.sessionContext?.session?.kernel?.status === 'idle'; }")
@@ -124,10 +128,12 @@ def running_lab(workdir: Path, *extra_args: str, base_url: str = "/",
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
         json.dumps(NOTIFICATION_SETTINGS))
+    (workdir / "config" / "labconfig").mkdir(parents=True)
+    (workdir / "config" / "labconfig" / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
     root.mkdir()
     env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTERLAB_WORKSPACES_DIR": str(workdir / "ws"),
            "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"), "JUPYTER_DATA_DIR": str(workdir / "data"),
-           "IRIS_USER": "alice", **(env or {})}
+           "JUPYTER_CONFIG_DIR": str(workdir / "config"), "IRIS_USER": "alice", **(env or {})}
     port, token = _free_port(), secrets.token_hex(16)
     log = workdir / "lab.log"
     with log.open("wb") as out:
