@@ -23,8 +23,8 @@ README: Final = REPO / "README.md"
 README_MAX_LINES: Final = 150
 SETUP_COMMANDS: Final = (
     "scripts/lab     # installs everything into .venv and opens JupyterLab on examples/ (127.0.0.1)",
-    ("scripts/test    # installs the test dependencies (Marin's packages, Chromium), runs ruff and mypy --strict, "
-     "then every test"),
+    ("scripts/test    # installs the test dependencies (Marin's packages, Chromium), runs ruff, mypy --strict "
+     "and every test"),
 )
 class _Links(HTMLParser):
     """Every href/src of a page, and every id it defines."""

@@ -135,7 +135,7 @@ def test_the_sidebar_shows_random_status_texts_as_the_panel_does(unit_build: Pat
 def test_the_lint_check_fails_on_a_planted_error() -> None:
     """The lint check (prettier, then eslint with prettier's rule, as JupyterLab's extension template
     sets them up) is not blind: it fails a file with a lint and a format error. That the sources
-    pass it, ``scripts/test`` checks with ``npm run lint:check`` before the suite."""
+    pass it, ``scripts/test`` checks with ``npm run lint:check`` beside the suite."""
     planted = subprocess.run(["npx", "eslint", "--stdin", "--stdin-filename", "src/format.ts"], cwd=LABEXTENSION,
                              input="export const same = (a: number, b: number): boolean =>   a == b;\n",
                              capture_output=True, text=True, timeout=120, check=False)
