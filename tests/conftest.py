@@ -7,9 +7,9 @@ the server tests, close a loop Playwright's sync API still runs). Name the folde
 
 With pytest-xdist (``scripts/test`` runs ``-n 2 --dist loadscope``), each test module runs whole
 on one worker, so its module fixtures (a controller, a genuine Iris cluster) start once. The
-differential suite's modules are handed out first (``tests/work_units.py``), so they spread over the
-workers, and the twin and embedded controller they share (package-scoped) stop on each worker once
-it is done with them."""
+differential suite's modules are handed out first and the quick tier's last (``tests/work_units.py``),
+so the differential ones spread over the workers, the twin and embedded controller they share
+(package-scoped) stop on each worker once it is done with them, and short modules fill the end."""
 
 from __future__ import annotations
 
@@ -82,9 +82,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     """Under ``--dist loadscope``, the order of ``tests/work_units.py``; otherwise xdist's own choice."""
     if config.getvalue("dist") != "loadscope":
         return None
-    from tests.work_units import DifferentialFirst
+    from tests.work_units import SlowModulesFirst
 
-    return DifferentialFirst(config, log)
+    return SlowModulesFirst(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
