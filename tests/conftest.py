@@ -5,7 +5,7 @@ which need a pytest process of their own (pytest-jupyter's autouse event-loop fi
 the server tests, close a loop Playwright's sync API still runs). Name the folder to run them:
 ``pytest tests/ui`` (``scripts/test`` runs both).
 
-With pytest-xdist (``scripts/test`` runs ``-n 2 --dist loadscope``), each test module runs whole
+With pytest-xdist (``scripts/test`` runs ``-n 3 --dist loadscope``), each test module runs whole
 on one worker, so its module fixtures (a controller, a genuine Iris cluster) start once. The
 differential suite's modules are handed out first and the quick tier's last (``tests/work_units.py``),
 so the differential ones spread over the workers, the twin and embedded controller they share
