@@ -44,7 +44,9 @@ make_venv() {
 # that make_venv made; a failed install stops the calling script. Installed modules are compiled to
 # bytecode at once (pip's default, not uv's): a machine with PYTHONDONTWRITEBYTECODE set never writes
 # them later, and every process (a kernel, a controller, Marin's iris CLI) would compile what it
-# imports anew, e.g. 5.7 s instead of 2.0 s to import iris.cli.
+# imports anew, e.g. 5.7 s instead of 2.0 s to import iris.cli. scripts/uv-excludes.txt names the
+# packages left out, and why.
 install_project() {
-  "$1/bin/python" -m uv pip install --quiet --compile-bytecode --python "$1/bin/python" -e ".[$2]"
+  "$1/bin/python" -m uv pip install --quiet --compile-bytecode --excludes scripts/uv-excludes.txt \
+    --python "$1/bin/python" -e ".[$2]"
 }
