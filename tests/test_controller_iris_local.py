@@ -151,7 +151,8 @@ def test_a_bad_cluster_config_is_one_line_naming_it(tmp_path: Path, name: str, w
 
 @needs_iris
 def test_the_marin_manifest_starts_with_every_group_and_no_warm_slice(tmp_path: Path) -> None:
-    with iris_local.iris_local_cluster(tmp_path, cluster_config="marin") as url, FrayClient(url) as client:
+    with iris_local.iris_local_cluster(tmp_path, cluster_config="marin", idle_seconds=7.5) as url, \
+            FrayClient(url) as client:
         def groups() -> dict[str, vm_pb2.ScaleGroupStatus]:
             return {group.name: group for group in client.autoscaler_status().status.groups}
 
@@ -160,7 +161,7 @@ def test_the_marin_manifest_starts_with_every_group_and_no_warm_slice(tmp_path: 
         assert not [name for name, group in first.items() if group.slice_state_counts["ready"]]
         assert {group.region for group in first.values() if group.device_variant == "v5p-16"} == {
             "us-central1", "us-east5"}
-        until(lambda: {group.idle_threshold_ms for group in groups().values()} == {iris_local.IDLE_SECONDS * 1000},
+        until(lambda: {group.idle_threshold_ms for group in groups().values()} == {7500},
               "every group's idle threshold set")  # the status is a snapshot of the autoscaler's next evaluation
 
 

@@ -115,11 +115,12 @@ def outcome(status: J.JobStatus) -> Outcome | None:
     return None
 
 
-def settle(client: FrayClient, job_ids: Iterable[str], *, timeout: float = 180.0,
-           finished: bool = True) -> dict[str, Outcome]:
+def settle(client: FrayClient, job_ids: Iterable[str], *, timeout: float = 180.0, finished: bool = True,
+           on_decided: Callable[[str, Outcome], None] = lambda job_id, found: None) -> dict[str, Outcome]:
     """Wait for every job's verdict (and, with ``finished``, for every job that runs to end). A job still
     undecided after ``timeout`` is reported as ``undecided`` with its state and reason: a test failure,
-    never a verdict.
+    never a verdict. ``on_decided`` is called with each job's verdict as soon as it is decided, e.g. to
+    read where a job ran before the twin reclaims its idle slice.
 
     A job pending with a reason Iris gives for ever is decided so only once no other job of the batch
     has been undecided or running for ``RESCHEDULE_S``: a gang that waits for workers another job of
@@ -152,6 +153,7 @@ def settle(client: FrayClient, job_ids: Iterable[str], *, timeout: float = 180.0
                 continue
             decided[job_id] = Outcome(found.verdict, status.state, found.reason)
             pending.remove(job_id)
+            on_decided(job_id, decided[job_id])
         if pending:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)

@@ -14,15 +14,18 @@ Rules:
 * TPU slices are emulated by one worker thread per VM with Iris's ``tpu-name`` / ``tpu-worker-id``
   attributes; tasks run as real processes. The autoscaler brings a slice up on demand (about 2.5 s)
   and reclaims it ``IDLE_SECONDS`` after it goes idle (Iris's own 600 s is meant for cloud VMs).
+  Iris's controller looks for tasks past their execution timeout every ``TIMEOUT_SCAN_SECONDS``, so
+  it kills one up to that long after its timeout. ``start(idle_seconds=..., timeout_scan_seconds=...)``
+  sets others: a test that waits for the cluster to come to rest, or for a timeout's words.
 * Task ports (``LaunchJobRequest.ports``) come from this cluster's own window of Iris's task-port
   range (``_own_task_port_window``), so two local clusters on one machine never hand out the same one.
 * Iris's local workers report ``LOCAL_WORKER_RAM`` and ``LOCAL_WORKER_DISK`` whatever the manifest
   says, so a group declaring more per VM is lowered to those figures (one log line names it): LaunchJob
   then refuses what no local worker could hold, instead of accepting a job that would pend for ever.
-* The child (``python -m fray_jupyter.controller.iris_local <config> <port>``, ``<config>`` empty for
-  the built-in profile) prints the controller's URL as its first stdout line — or ``error: <one
-  line>`` when the manifest cannot be loaded — and closes the cluster when its stdin reaches end
-  of file (the parent closed it, or the parent died) or when it gets SIGTERM or SIGINT.
+* The child (``python -m fray_jupyter.controller.iris_local <config> <port> [<idle seconds>]``,
+  ``<config>`` empty for the built-in profile) prints the controller's URL as its first stdout line
+  — or ``error: <one line>`` when the manifest cannot be loaded — and closes the cluster when its
+  stdin reaches end of file (the parent closed it, or the parent died) or when it gets SIGTERM or SIGINT.
 * The cluster runs in Iris's null-auth mode (loopback clients need no token) and speaks Connect
   over HTTP/1.1 only: it has no native gRPC URL.
 * Side effects: ``LocalCluster.start()`` writes ``~/.config/marin/credentials/<cluster>.json``
@@ -56,6 +59,8 @@ START_TIMEOUT: Final[float] = 180.0
 enough for a machine under load, where importing Iris alone has taken a minute."""
 STOP_TIMEOUT: Final[float] = 30.0
 IDLE_SECONDS: Final[float] = 30.0
+TIMEOUT_SCAN_SECONDS: Final[float] = 60.0
+"""Iris's own cadence of the execution-timeout scan (its controller's ``_timeout_rate_limiter``)."""
 MARIN_MAX_SLICES: Final[int] = 2
 LOCAL_WORKER_RAM: Final[int] = 1000 * 1024**3
 """What every Iris local worker reports as its memory (``InMemoryGcpService``), whatever the manifest says."""
@@ -138,9 +143,11 @@ def child_environment(*, home: Path | None = None, tmp: Path | None = None) -> d
 
 
 def start(log: Path, *, cluster_config: str | None = None, port: int = 0, home: Path | None = None,
-          tmp: Path | None = None, timeout: float = START_TIMEOUT, python: Path | None = None) -> IrisLocalCluster:
+          tmp: Path | None = None, timeout: float = START_TIMEOUT, python: Path | None = None,
+          idle_seconds: float = IDLE_SECONDS, timeout_scan_seconds: float = TIMEOUT_SCAN_SECONDS) -> IrisLocalCluster:
     """Start the child for ``cluster_config`` (see the module rules; HOME and TMPDIR replaced where
-    given, stderr to ``log``) and wait for its URL line. ``python`` runs the child instead of this
+    given, stderr to ``log``, idle slices reclaimed after ``idle_seconds``, execution timeouts looked for
+    every ``timeout_scan_seconds``) and wait for its URL line. ``python`` runs the child instead of this
     Python (another environment's, e.g. one with another Iris release; it must be able to import this
     package). Raises ``ClusterConfigError`` for a manifest that does not exist or that Iris refuses, and
     ``IrisLocalUnavailable`` (quoting the log) when marin-iris[controller] is missing, or the child
@@ -160,7 +167,9 @@ def start(log: Path, *, cluster_config: str | None = None, port: int = 0, home: 
                                              *filter(None, [env.get("PYTHONPATH")])])
     with log.open("w") as stderr:
         process = subprocess.Popen(
-            [str(python or sys.executable), "-m", __name__, cluster_config or "", str(port)], stdin=subprocess.PIPE,
+            [str(python or sys.executable), "-m", __name__, cluster_config or "", str(port), str(idle_seconds),
+             str(timeout_scan_seconds)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=stderr, env=env, text=True,
         )
     assert process.stdout is not None
@@ -177,10 +186,13 @@ def start(log: Path, *, cluster_config: str | None = None, port: int = 0, home: 
 
 
 @contextlib.contextmanager
-def iris_local_cluster(scratch: Path, *, cluster_config: str | None = None) -> Iterator[str]:
-    """Yield the URL of a cluster (``cluster_config`` as in ``start``) that writes only under
-    ``scratch`` (``home``, ``tmp``, ``iris.log``); stop it at the end of the block."""
-    cluster = start(scratch / "iris.log", cluster_config=cluster_config, home=scratch / "home", tmp=scratch / "tmp")
+def iris_local_cluster(scratch: Path, *, cluster_config: str | None = None,
+                       idle_seconds: float = IDLE_SECONDS,
+                       timeout_scan_seconds: float = TIMEOUT_SCAN_SECONDS) -> Iterator[str]:
+    """Yield the URL of a cluster (``cluster_config`` and the timings as in ``start``) that writes
+    only under ``scratch`` (``home``, ``tmp``, ``iris.log``); stop it at the end of the block."""
+    cluster = start(scratch / "iris.log", cluster_config=cluster_config, home=scratch / "home", tmp=scratch / "tmp",
+                    idle_seconds=idle_seconds, timeout_scan_seconds=timeout_scan_seconds)
     try:
         yield cluster.url
     finally:
@@ -264,6 +276,18 @@ def _shorten_idle_threshold(cluster: Any, seconds: float) -> None:
             group._idle_threshold = Duration.from_seconds(seconds)
 
 
+def _scan_timeouts_every(cluster: Any, seconds: float) -> None:
+    """Look for tasks past their execution timeout every ``seconds``: Iris's controller builds its
+    scan's rate limiter with a fixed interval (``TIMEOUT_SCAN_SECONDS``)."""
+    from rigging.timing import RateLimiter  # type: ignore[import-untyped, unused-ignore]
+
+    controller: Any = getattr(cluster, "_controller", None)
+    if not hasattr(controller, "_timeout_rate_limiter"):
+        print("iris-local: cannot change the timeout scan (Iris's controller changed)", file=sys.stderr)
+        return
+    controller._timeout_rate_limiter = RateLimiter(interval_seconds=seconds)
+
+
 def _lower_endpoint_lease_floor(environ: MutableMapping[str, str]) -> None:
     """Tests only: with ``$FRAY_MIN_ENDPOINT_LEASE_S`` set, grant endpoint leases that short, as the
     embedded controller does (``controller.engine.endpoint_registry``): Iris's 3-minute floor is a module constant of
@@ -308,7 +332,8 @@ def _use_own_task_ports() -> None:
     local_cluster.PortAllocator = functools.partial(port_allocator.PortAllocator, _own_task_port_window(os.getpid()))
 
 
-def serve(name: str | None, port: int) -> None:
+def serve(name: str | None, port: int, idle_seconds: float = IDLE_SECONDS,
+          timeout_scan_seconds: float = TIMEOUT_SCAN_SECONDS) -> None:
     """The child's body (see the module rules)."""
     import tempfile
 
@@ -330,7 +355,9 @@ def serve(name: str | None, port: int) -> None:
         cluster = LocalCluster(config)
         try:
             url = cluster.start()
-            _shorten_idle_threshold(cluster, IDLE_SECONDS)
+            _shorten_idle_threshold(cluster, idle_seconds)
+            if timeout_scan_seconds != TIMEOUT_SCAN_SECONDS:
+                _scan_timeouts_every(cluster, timeout_scan_seconds)
             print(url, flush=True)
             os.dup2(2, 1)  # nobody reads stdout any more: later prints must not fill the pipe
             threading.Thread(target=_set_at_end_of_input, args=(done,), daemon=True).start()
@@ -345,4 +372,4 @@ def _set_at_end_of_input(done: threading.Event) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:5]))

@@ -3,7 +3,9 @@ module of the suite and stops them when it goes on to other modules; ``tests/wor
 suite's modules out first, so that happens once per worker): a genuine Iris
 local cluster (the twin) and the embedded controller, both with the built-in cluster profile, and both
 granting endpoint leases as short as ``LEASE_FLOOR_S`` (``$FRAY_MIN_ENDPOINT_LEASE_S``: Iris's floor is
-3 minutes; only a registration asking for less is affected)."""
+3 minutes; only a registration asking for less is affected). The twin reclaims a slice ``TWIN_IDLE_S``
+after it goes idle, so a module that scaled slices up leaves it at rest (``wait_at_rest``) soon, and
+looks for tasks past their execution timeout every ``TWIN_TIMEOUT_SCAN_S`` (Iris: once a minute)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,10 @@ from tests.waiting import until
 WARM_TIMEOUT = 120.0
 REST_TIMEOUT = 180.0
 LEASE_FLOOR_S = 1.0
+TWIN_IDLE_S = 10.0
+"""Four times the time the twin takes to bring a slice up; a test that reads where a job ran does so
+as the job ends (``tests.twin.settle``'s ``on_decided``), before its slice is reclaimed."""
+TWIN_TIMEOUT_SCAN_S = 1.0
 
 
 def _wait_for_warm_slices(client: FrayClient) -> None:
@@ -54,7 +60,9 @@ def twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrayClient]:
     with contextlib.ExitStack() as stack:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(MIN_LEASE_ENV, str(LEASE_FLOOR_S))  # read by the twin's process as it starts
-            url = stack.enter_context(iris_local.iris_local_cluster(tmp_path_factory.mktemp("twin")))
+            url = stack.enter_context(iris_local.iris_local_cluster(tmp_path_factory.mktemp("twin"),
+                                                                    idle_seconds=TWIN_IDLE_S,
+                                                                    timeout_scan_seconds=TWIN_TIMEOUT_SCAN_S))
         client = stack.enter_context(FrayClient(url))
         _wait_for_warm_slices(client)
         yield client

@@ -78,8 +78,9 @@ def _env_keys(client: FrayClient, job_id: str) -> frozenset[str]:
 
 
 def run_corpus(client: FrayClient, plans: dict[str, Plan]) -> dict[str, Side]:
-    """Submit every plan, wait for every verdict (and for every job that runs to end), read back env and
-    placement, and stop the jobs left pending."""
+    """Submit every plan, wait for every verdict (and for every job that runs to end), read back
+    placement as each job ends (before the twin reclaims its idle slice) and env, and stop the jobs
+    left pending."""
     sides: dict[str, Side] = {}
     for name, p in plans.items():
         try:
@@ -87,12 +88,16 @@ def run_corpus(client: FrayClient, plans: dict[str, Plan]) -> dict[str, Side]:
         except FrayError as error:
             sides[name] = Side(f"refused {error.code}", error.detail)
     accepted = {side.job_id: side for side in sides.values() if side.job_id}
-    for job_id, found in settle(client, accepted).items():
+
+    def read_place(job_id: str, found: Outcome) -> None:
+        if found.verdict == "runs":
+            accepted[job_id].placed = places(client, job_id)
+
+    for job_id, found in settle(client, accepted, on_decided=read_place).items():
         accepted[job_id].outcome = found
     for job_id, side in accepted.items():
         if side.verdict == "runs":
             side.env = _env_keys(client, job_id)
-            side.placed = places(client, job_id)
         elif side.verdict == "pending":
             client.terminate(job_id)
     return sides
