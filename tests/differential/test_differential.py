@@ -25,6 +25,7 @@ difference must still occur: the file is the complete, current account.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pytest
@@ -137,8 +138,9 @@ def results(twin: FrayClient, embedded: FrayClient, fits: dict[str, Fits],
     del fits  # read first: fit() must see both controllers at rest
     workspace = tmp_path_factory.mktemp("workspace")
     plans = {case.name: plan_of(case, workspace) for case in CORPUS}
-    on_twin = run_corpus(twin, plans)
-    on_embedded = run_corpus(embedded, plans)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two controllers: neither run sees the other
+        twin_run, embedded_run = pool.submit(run_corpus, twin, plans), pool.submit(run_corpus, embedded, plans)
+        on_twin, on_embedded = twin_run.result(), embedded_run.result()
     return {name: (plans[name], on_twin[name], on_embedded[name]) for name in plans}
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -81,12 +82,13 @@ def held(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempPa
     wait_at_rest(twin)
     workspace = tmp_path_factory.mktemp("held")
     found = {}
-    submitted = {}
-    for client in (twin, embedded):
-        submitted[client.url] = {case.name: client.submit(plan_of(case, workspace)) for case in HELD}
-        undecided = {job_id: found for job_id, found in settle(client, submitted[client.url].values()).items()
-                     if found.verdict == "undecided"}
-        assert not undecided, f"{client.url}: no verdict for {undecided}"
+    submitted = {client.url: {case.name: client.submit(plan_of(case, workspace)) for case in HELD}
+                 for client in (twin, embedded)}
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two controllers: neither run sees the other
+        settled = {client.url: pool.submit(settle, client, submitted[client.url].values()) for client in (twin, embedded)}
+        for url, verdicts in settled.items():
+            undecided = {job_id: found for job_id, found in verdicts.result().items() if found.verdict == "undecided"}
+            assert not undecided, f"{url}: no verdict for {undecided}"
     for case in HELD:
         on_twin, on_embedded = submitted[twin.url][case.name], submitted[embedded.url][case.name]
         found[case.name] = (twin.status(on_twin), embedded.status(on_embedded), list(twin.tasks(on_twin)),
