@@ -87,8 +87,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     return SlowModulesFirst(config, log)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``quick`` every test of a module of the quick tier (``tests/quick_tier.py``)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``quick`` every test of a module of the quick tier (``tests/quick_tier.py``), when ``-m``
+    names the mark (each pytest process would otherwise read every module's source for nothing)."""
+    if "quick" not in (config.getoption("markexpr") or ""):
+        return
     from tests.quick_tier import is_quick
 
     for item in items:

@@ -22,22 +22,20 @@ SLOW_FIXTURES: Final[frozenset[str]] = frozenset({"jp_fetch", "jp_serverapp", "d
 """pytest-jupyter's server, the run's docs build, and the conftest's embedded controller."""
 
 
-def _imports(tree: ast.Module) -> set[str]:
-    """Every module name a source imports (``from a.b import c`` counts ``a.b`` and ``a.b.c``)."""
+def _imports_and_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """Every module name a source imports (``from a.b import c`` counts ``a.b`` and ``a.b.c``), and
+    every argument name of its functions (where fixtures are asked for)."""
+    imports: set[str] = set()
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            imports.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
-
-
-def _names(tree: ast.Module) -> set[str]:
-    """Every argument name of every function of a source (where fixtures are asked for)."""
-    return {arg.arg for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            for arg in node.args.args}
+            imports.add(node.module)
+            imports.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.update(arg.arg for arg in node.args.args)
+    return imports, names
 
 
 def _helper(name: str) -> Path | None:
@@ -51,14 +49,14 @@ def _helper(name: str) -> Path | None:
 @functools.cache
 def _starts_processes(path: Path) -> bool:
     """Whether the source at ``path``, or a ``tests`` helper it imports, imports or asks for what is slow."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    imports = _imports(tree)
-    if imports & SLOW_IMPORTS or _names(tree) & SLOW_FIXTURES:
+    imports, names = _imports_and_names(ast.parse(path.read_text(), filename=str(path)))
+    if imports & SLOW_IMPORTS or names & SLOW_FIXTURES:
         return True
     helpers = {helper for helper in map(_helper, imports) if helper is not None and helper != path}
     return any(_starts_processes(helper) for helper in sorted(helpers))
 
 
+@functools.cache
 def is_quick(path: Path) -> bool:
     """Whether the test module at ``path`` belongs to the quick tier (module rule)."""
     path = path.resolve()

@@ -16,6 +16,7 @@ Sizes (``ram: 448GB``) are binary, as Iris parses them (448 GiB).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,9 +249,8 @@ def marin_manifest() -> Path:
 
 def load_profile(name: str | Path | None = None) -> ClusterProfile:
     """The profile called ``name``: None or ``default`` → built-in; ``marin`` → marin-iris's manifest
-    (through Iris's ``load_config``); anything else a YAML path. ``ProfileError`` says what is wrong."""
-    import yaml  # type: ignore[import-untyped, unused-ignore]
-
+    (through Iris's ``load_config``); anything else a YAML path, read anew each call (a file that did
+    not change is not parsed again). ``ProfileError`` says what is wrong."""
     if name is None or str(name) == DEFAULT_NAME:
         path, label = BUILT_IN, DEFAULT_NAME
     elif str(name) == MARIN_NAME:
@@ -262,6 +262,14 @@ def load_profile(name: str | Path | None = None) -> ClusterProfile:
     except OSError as error:
         raise ProfileError(f"cannot read cluster config {label!r}: {error.strerror or error}; give 'default', "
                            "'marin' or a path to an Iris cluster-config YAML") from None
+    return _parsed(text, path, label)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str, path: Path, label: str) -> ClusterProfile:
+    """``load_profile``'s reading of the file at ``path`` holding ``text`` (a profile is immutable)."""
+    import yaml  # type: ignore[import-untyped, unused-ignore]
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
