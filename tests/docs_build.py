@@ -37,6 +37,8 @@ BUILD_TIMEOUT: Final = 900.0
 CONTEXT_LINES: Final = 40
 """Lines of the build's output shown from each warning or error on (a traceback follows its first line)."""
 OUTCOME: Final = "outcome.json"
+SPHINX_MESSAGE: Final = re.compile(r"\b(WARNING|ERROR|CRITICAL): ")
+"""A warning or error in Sphinx's own form (``_sphinx`` says why only that form counts)."""
 
 
 @functools.cache
@@ -66,15 +68,21 @@ class DocsBuild:
 
 
 def _sphinx(out: Path, kept: Path) -> str | None:
-    """Build the docs into ``out/html``; the warnings and errors (each with the lines that follow it, such
-    as a kernel's traceback), or None when there were none."""
+    """Build the docs into ``out/html``; Sphinx's warnings and errors (each with the lines that follow it,
+    such as the traceback of a notebook cell that failed), or None when there were none.
+
+    Only Sphinx's own form counts (``WARNING: ``, as Sphinx and myst-nb report): the kernels that
+    execute the examples write their own log to the same stderr, and ipykernel 7.4 can log an
+    ``ERROR:tornado.general:`` traceback as it shuts down after the last cell (its IOPub thread's
+    ``schedule`` sends on an event pipe that shutdown has just closed: ZMQError ENOTSOCK), which says
+    nothing about the notebook; a cell that fails, or a kernel that dies, is Sphinx's error."""
     run = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-b", "html", "-q", "-d", str(out / "doctrees"),
          str(DOCS), str(out / "html")],
         cwd=REPO, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,
         env={**os.environ, _extension().KEEP_CONTROLLER_ENV: str(kept)})
     lines = run.stderr.splitlines()
-    flagged = [index for index, line in enumerate(lines) if re.search(r"\b(WARNING|ERROR|CRITICAL):", line)]
+    flagged = [index for index, line in enumerate(lines) if SPHINX_MESSAGE.search(line)]
     if run.returncode == 0 and not flagged:
         return None
     return "\n".join("\n".join(lines[index:index + CONTEXT_LINES]) for index in flagged) or run.stderr[-3000:]
