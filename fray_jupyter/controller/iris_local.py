@@ -22,8 +22,8 @@ Rules:
 * Iris's local workers report ``LOCAL_WORKER_RAM`` and ``LOCAL_WORKER_DISK`` whatever the manifest
   says, so a group declaring more per VM is lowered to those figures (one log line names it): LaunchJob
   then refuses what no local worker could hold, instead of accepting a job that would pend for ever.
-* The child (``python -m fray_jupyter.controller.iris_local <config> <port> [<idle seconds>]``,
-  ``<config>`` empty for the built-in profile) prints the controller's URL as its first stdout line
+* The child (``python -m fray_jupyter.controller.iris_local <config> <port> [<idle seconds>
+  <timeout scan seconds>]``, ``<config>`` empty for the built-in profile) prints the controller's URL as its first stdout line
   — or ``error: <one line>`` when the manifest cannot be loaded — and closes the cluster when its
   stdin reaches end of file (the parent closed it, or the parent died) or when it gets SIGTERM or SIGINT.
 * The cluster runs in Iris's null-auth mode (loopback clients need no token) and speaks Connect
