@@ -10,7 +10,9 @@ looks for tasks past their execution timeout every ``TWIN_TIMEOUT_SCAN_S`` (Iris
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal, TypeVar
 
 import pytest
 
@@ -29,6 +31,8 @@ TWIN_IDLE_S = 10.0
 """Four times the time the twin takes to bring a slice up; a test that reads where a job ran does so
 as the job ends (``tests.twin.settle``'s ``on_decided``), before its slice is reclaimed."""
 TWIN_TIMEOUT_SCAN_S = 1.0
+Side = Literal["twin", "embedded"]
+T = TypeVar("T")
 
 
 def _wait_for_warm_slices(client: FrayClient) -> None:
@@ -50,6 +54,15 @@ def wait_at_rest(twin: FrayClient) -> None:
     warm = len(warm_workers(load_profile()))
     until(lambda: len(twin.workers().workers) <= warm, "the twin at rest (its warm workers only)",
           hang_guard=REST_TIMEOUT)
+
+
+def on_both(work: Callable[[FrayClient, Side], T], twin: FrayClient, embedded: FrayClient) -> tuple[T, T]:
+    """``work(client, side)`` on the twin and on the embedded controller at once; (the twin's result, the
+    embedded's). Two controllers: neither run sees the other, so running them side by side changes
+    nothing either finds and halves the wait."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        on_twin, on_embedded = pool.submit(work, twin, "twin"), pool.submit(work, embedded, "embedded")
+        return on_twin.result(), on_embedded.result()
 
 
 @pytest.fixture(scope="package")

@@ -21,8 +21,8 @@ on an idle preemptible TPU VM, whose region its children would inherit (Iris's r
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -36,7 +36,7 @@ from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from fray_jupyter.resources.environment import EnvironmentConfig
 from fray_jupyter.widgets.status import JobStatusPanel
-from tests.differential.conftest import wait_at_rest
+from tests.differential.conftest import Side, on_both, wait_at_rest
 from tests.differential.differences import COORDINATOR_DIFFERENCES
 from tests.waiting import until
 
@@ -199,8 +199,10 @@ def _link(root: str, parent: str) -> str:
     return "(none)" if not parent else "(root)" if parent == root else relative(root, parent)
 
 
-def run(client: FrayClient, name: str, scenario: Scenario, workspace: Path) -> Tree:
-    """Submit the coordinator, kill it when asked, wait for every job of its tree to end, read it all."""
+def run(client: FrayClient, side: Side, *, name: str, scenario: Scenario, workspaces: Path) -> Tree:
+    """Submit the coordinator (its workspace ``workspaces/<side>``), kill it when asked, wait for every
+    job of its tree to end, read it all."""
+    workspace = workspaces / side
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "coord.py").write_text(PRELUDE + scenario.coordinator)
     for script, text in scenario.scripts.items():
@@ -250,11 +252,9 @@ def trees(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempP
     the twin's capacity is what each scenario alone would find); the twin is left at rest (the TPU
     slices the scenarios scaled up reclaimed) for the modules that compare against it at rest."""
     found: dict[str, tuple[Tree, Tree]] = {}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for name, scenario in SCENARIOS.items():
-            on_twin = pool.submit(run, twin, name, scenario, tmp_path_factory.mktemp(f"twin-{name}"))
-            on_embedded = pool.submit(run, embedded, name, scenario, tmp_path_factory.mktemp(f"embedded-{name}"))
-            found[name] = (on_twin.result(), on_embedded.result())
+    for name, scenario in SCENARIOS.items():
+        work = partial(run, name=name, scenario=scenario, workspaces=tmp_path_factory.mktemp(name))
+        found[name] = on_both(work, twin, embedded)
     yield found
     wait_at_rest(twin)
 

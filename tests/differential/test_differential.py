@@ -25,7 +25,6 @@ difference must still occur: the file is the complete, current account.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pytest
@@ -35,6 +34,7 @@ from fray_jupyter.client.errors import FrayError
 from fray_jupyter.client.fit import Fit, fit
 from fray_jupyter.cluster.profile import load_profile
 from fray_jupyter.planning import Plan
+from tests.differential.conftest import on_both
 from tests.differential.corpus import CORPUS, Case, plan_of
 from tests.differential.differences import (
     CASE_DIFFERENCES,
@@ -138,9 +138,7 @@ def results(twin: FrayClient, embedded: FrayClient, fits: dict[str, Fits],
     del fits  # read first: fit() must see both controllers at rest
     workspace = tmp_path_factory.mktemp("workspace")
     plans = {case.name: plan_of(case, workspace) for case in CORPUS}
-    with ThreadPoolExecutor(max_workers=2) as pool:  # two controllers: neither run sees the other
-        twin_run, embedded_run = pool.submit(run_corpus, twin, plans), pool.submit(run_corpus, embedded, plans)
-        on_twin, on_embedded = twin_run.result(), embedded_run.result()
+    on_twin, on_embedded = on_both(lambda client, _side: run_corpus(client, plans), twin, embedded)
     return {name: (plans[name], on_twin[name], on_embedded[name]) for name in plans}
 
 

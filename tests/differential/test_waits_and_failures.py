@@ -23,7 +23,6 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -39,7 +38,7 @@ from fray_jupyter.iris.states import is_job_finished
 from fray_jupyter.planning import plan
 from fray_jupyter.resources import Entrypoint, JobRequest, ResourceConfig
 from tests.controller_harness import launch_request
-from tests.differential.conftest import wait_at_rest
+from tests.differential.conftest import on_both, wait_at_rest
 from tests.differential.corpus import CORPUS, Case, plan_of
 from tests.differential.differences import EMBEDDED_ONLY_REASONS, REASON_DIFFERENCES
 from tests.twin import settle
@@ -84,11 +83,10 @@ def held(twin: FrayClient, embedded: FrayClient, tmp_path_factory: pytest.TempPa
     found = {}
     submitted = {client.url: {case.name: client.submit(plan_of(case, workspace)) for case in HELD}
                  for client in (twin, embedded)}
-    with ThreadPoolExecutor(max_workers=2) as pool:  # two controllers: neither run sees the other
-        settled = {client.url: pool.submit(settle, client, submitted[client.url].values()) for client in (twin, embedded)}
-        for url, verdicts in settled.items():
-            undecided = {job_id: found for job_id, found in verdicts.result().items() if found.verdict == "undecided"}
-            assert not undecided, f"{url}: no verdict for {undecided}"
+    settled = on_both(lambda client, _side: settle(client, submitted[client.url].values()), twin, embedded)
+    for side, verdicts in zip(("twin", "embedded"), settled, strict=True):
+        undecided = {job_id: found for job_id, found in verdicts.items() if found.verdict == "undecided"}
+        assert not undecided, f"{side}: no verdict for {undecided}"
     for case in HELD:
         on_twin, on_embedded = submitted[twin.url][case.name], submitted[embedded.url][case.name]
         found[case.name] = (twin.status(on_twin), embedded.status(on_embedded), list(twin.tasks(on_twin)),
